@@ -1,0 +1,129 @@
+package generator
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Policy is what a generator does when it finds the wall clock behind the
+// last tick it issued.
+type Policy uint8
+
+// Rewind policies. The zero value is PolicyWait.
+const (
+	// PolicyWait sleeps until the clock passes the last issued tick,
+	// bounded by the call's deadline (Settings.MaxWait); beyond it the call
+	// fails with a *RewindError wrapping ErrWaitExceeded. Costs latency.
+	PolicyWait Policy = iota
+	// PolicyRefuse fails at once with a *RewindError wrapping
+	// ErrClockBackwards; Ready reports the generator unready until the clock
+	// has caught up. Costs availability.
+	PolicyRefuse
+	// PolicyLogical keeps issuing from max(last, now), carrying into the
+	// next tick on sequence overflow, and refuses (ErrLeadExceeded) when the
+	// embedded time would run more than Settings.MaxLead ahead of the wall
+	// clock. Costs embedded-time accuracy, boundedly.
+	PolicyLogical
+)
+
+// String returns "wait", "refuse" or "logical".
+func (p Policy) String() string {
+	switch p {
+	case PolicyWait:
+		return "wait"
+	case PolicyRefuse:
+		return "refuse"
+	case PolicyLogical:
+		return "logical"
+	}
+	return fmt.Sprintf("policy(%d)", uint8(p))
+}
+
+// ParsePolicy parses "wait", "refuse" or "logical".
+func ParsePolicy(s string) (Policy, error) {
+	switch s {
+	case "wait":
+		return PolicyWait, nil
+	case "refuse":
+		return PolicyRefuse, nil
+	case "logical":
+		return PolicyLogical, nil
+	}
+	return 0, fmt.Errorf("%w: %q (want wait, refuse or logical)", ErrInvalidPolicy, s)
+}
+
+// Exported sentinel errors. Callers branch on them with errors.Is; their
+// text never changes once published.
+var (
+	// ErrClockBackwards: the wall clock stood behind the last issued tick
+	// and the policy refused.
+	ErrClockBackwards = errors.New("generator: clock moved backwards")
+	// ErrWaitExceeded: the call would have had to wait past its deadline
+	// (for a rewind, the start fence, or the next tick after the sequence
+	// ran out).
+	ErrWaitExceeded = errors.New("generator: wait deadline exceeded")
+	// ErrLeadExceeded: the logical clock would run further ahead of the wall
+	// clock than Settings.MaxLead allows.
+	ErrLeadExceeded = errors.New("generator: logical clock lead bound exceeded")
+	// ErrLifetime: the time field overflowed; the layout's lifetime is over.
+	ErrLifetime = errors.New("generator: time field overflowed: lifetime reached")
+	// ErrBeforeEpoch: the clock reads earlier than the layout's epoch.
+	ErrBeforeEpoch = errors.New("generator: clock before epoch")
+	// ErrFenced: the generator's fence (for example a worker-ID lease) is
+	// closed.
+	ErrFenced = errors.New("generator: fenced")
+	// ErrCheckpoint: persisting the high-water mark failed, so no ID past
+	// the old mark can be issued.
+	ErrCheckpoint = errors.New("generator: checkpoint failed")
+	// ErrClosed: the generator was closed.
+	ErrClosed = errors.New("generator: closed")
+	// ErrInvalidLayout: a layout field is out of range.
+	ErrInvalidLayout = errors.New("generator: invalid layout")
+	// ErrNodeRange: the node (worker) ID does not fit the layout.
+	ErrNodeRange = errors.New("generator: node ID out of range")
+	// ErrInvalidID: a string or number is not a valid ID.
+	ErrInvalidID = errors.New("generator: invalid ID")
+	// ErrInvalidPolicy: an unknown policy name.
+	ErrInvalidPolicy = errors.New("generator: invalid policy")
+	// ErrInvalidSettings: a Settings field is out of range.
+	ErrInvalidSettings = errors.New("generator: invalid settings")
+)
+
+// RewindError reports a call that failed because the clock stood behind
+// the last issued tick (or the start fence). It wraps ErrClockBackwards,
+// ErrWaitExceeded or ErrLeadExceeded.
+type RewindError struct {
+	// By is how far the clock stood behind.
+	By time.Duration
+	// Policy is the generator's policy.
+	Policy Policy
+	// Err is the sentinel.
+	Err error
+}
+
+// Error returns e.g. "generator: clock moved backwards by 150ms (policy refuse)".
+func (e *RewindError) Error() string {
+	return fmt.Sprintf("%v by %v (policy %v)", e.Err, e.By, e.Policy)
+}
+
+// Unwrap returns the sentinel.
+func (e *RewindError) Unwrap() error { return e.Err }
+
+// Checkpointer persists the generator's reserved high-water mark, so that a
+// restarted generator (or the next holder of a worker ID) never issues an
+// ID at or below a tick an earlier incarnation may have used. Marks are
+// wall-clock Unix milliseconds.
+type Checkpointer interface {
+	// Load returns the stored mark, or 0 when none is stored.
+	Load() (markMs int64, err error)
+	// Save durably stores mark before returning (a file is fsynced).
+	Save(markMs int64) error
+}
+
+// Fence gates issuing: the generator issues only while Check returns nil
+// for the monotonic reading (ns) of the call. A worker-ID lease is a fence.
+// Check is called once per Next or NextN call and must be cheap.
+type Fence interface {
+	Check(mono int64) error
+}
