@@ -1,0 +1,22 @@
+// Package faults breaks clocks the ways real clocks break, for testing
+// Snowflake-style ID generators.
+//
+// Clock wraps any generator.Clock and injects wall-clock faults: NTP steps,
+// freezes, leap-second insertion, leap smears, slews, drift, VM pauses and
+// read jitter. Each fault is an exact, deterministic function of the base
+// clock's monotonic time, its effect is confirmed by Offset and MonoOffset,
+// and Revert removes it. As on real kernels, only a VM pause disturbs the
+// monotonic reading.
+//
+// Virtual is a base clock whose time moves only when advanced: in auto mode
+// sleeping advances it (single-threaded simulation, a day of leap smear in
+// milliseconds), in manual mode sleepers block until a test advances time,
+// and the test can wait until they are blocked.
+//
+// Typical use:
+//
+//	base := faults.NewVirtual(time.Date(2016, 12, 31, 23, 59, 0, 0, time.UTC), true)
+//	clk := faults.New(base)
+//	clk.Leap(time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC))
+//	// hand clk to a generator; the wall repeats 23:59:59 at midnight.
+package faults
