@@ -35,8 +35,9 @@ type Active struct {
 	Kind string
 	// Detail says, in words, what the fault does and how far it has got.
 	Detail string
-	// SinceWall is the clock's wall reading (Unix ns) when the fault began,
-	// or for a summary of several faults, when the latest of them began.
+	// SinceWall is the clock's wall reading (Unix ns) when the fault began
+	// (for an inserted leap, its instant), or for a summary of several
+	// faults, when the latest of them began.
 	SinceWall int64
 }
 
@@ -104,7 +105,6 @@ type leap struct {
 	at    int64 // wall instant (Unix ns) at which the wall steps back 1 s
 	since int64 // wall when scheduled
 	fired bool  // inserted
-	when  int64 // wall reading that triggered the insertion
 }
 
 // smear is a shift of d spread linearly over window ns of base time.
@@ -489,7 +489,7 @@ func (c *Clock) Active() []Active {
 	}
 	for _, l := range m.leaps {
 		if l.fired {
-			out = append(out, Active{KindLeap, fmt.Sprintf("inserted at %s: the wall stepped back 1s", stamp(l.at)), l.when})
+			out = append(out, Active{KindLeap, fmt.Sprintf("inserted at %s: the wall stepped back 1s", stamp(l.at)), l.at})
 		} else {
 			out = append(out, Active{KindLeap, fmt.Sprintf("scheduled at %s", stamp(l.at)), l.since})
 		}
@@ -592,7 +592,7 @@ func (c *Clock) fireLeapsLocked(wall int64) bool {
 		if l.fired || wall < l.at {
 			continue
 		}
-		l.fired, l.when = true, wall
+		l.fired = true
 		c.mu.leaped -= int64(time.Second)
 		wall -= int64(time.Second)
 		fired = true
