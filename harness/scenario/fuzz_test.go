@@ -1,0 +1,41 @@
+package scenario
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse checks that Parse never panics and that every error it
+// returns carries a line.
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("name: x\nduration: 1s\nnodes: [{name: a, worker: 1}]\nload: {rate: 1/s}\ninvariants: [\"duplicates == 0\"]\n"))
+	f.Add([]byte("a: &a [*a]"))
+	f.Add([]byte("- - -"))
+	f.Add([]byte("name: [\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("fuzz.yaml", data)
+		if err == nil {
+			if s == nil || s.Name == "" || len(s.Nodes) == 0 || s.Duration <= 0 {
+				t.Fatalf("accepted an incomplete scenario: %+v", s)
+			}
+			return
+		}
+		var list ErrorList
+		if !errors.As(err, &list) || len(list) == 0 {
+			t.Fatalf("error is not a non-empty ErrorList: %T %v", err, err)
+		}
+		for _, e := range list {
+			if e.Line < 1 || e.File != "fuzz.yaml" {
+				t.Fatalf("error without a line: %q", e.Error())
+			}
+		}
+	})
+}

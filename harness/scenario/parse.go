@@ -1,0 +1,1014 @@
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/snowchaos/snowchaos/generator"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// ParseFile reads and parses a scenario file.
+func ParseFile(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// maxErrors bounds the problems reported for one file.
+const maxErrors = 20
+
+// Parse parses one scenario from YAML. file names the source in errors.
+// On failure the error is an ErrorList whose every entry carries a line:
+// syntax errors, unknown or repeated keys (with the nearest known key
+// suggested), values of the wrong type or out of range, misspelled
+// invariants, faults aimed at unknown nodes or reaching past the duration,
+// and expectations for targets the scenario does not run.
+func Parse(file string, data []byte) (s *Scenario, err error) {
+	p := &parser{file: file}
+	defer func() {
+		// The YAML library is not ours; never let a panic in it escape.
+		if r := recover(); r != nil {
+			s, err = nil, ErrorList{{File: file, Line: 1, Msg: fmt.Sprintf("cannot parse: %v", r)}}
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, ErrorList{{File: file, Line: 1, Msg: "empty file: a scenario needs at least name, duration, nodes and load"}}
+		}
+		return nil, ErrorList{p.syntaxError(err)}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, ErrorList{{File: file, Line: max(extra.Line, 1), Msg: "a file holds one scenario; a second YAML document starts here"}}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, ErrorList{p.syntaxError(err)}
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return nil, ErrorList{{File: file, Line: 1, Msg: "empty file"}}
+		}
+		root = root.Content[0]
+	}
+	s = p.scenario(root)
+	if err := p.errs.Err(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+var lineRE = regexp.MustCompile(`line (\d+)`)
+
+// syntaxError turns a YAML library error into an Error with a line.
+func (p *parser) syntaxError(err error) *Error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 1
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		if n, e := strconv.Atoi(m[1]); e == nil && n > 0 {
+			line = n
+		}
+		msg = strings.TrimSpace(strings.Replace(msg, m[0]+":", "", 1))
+	}
+	return &Error{File: p.file, Line: line, Msg: "invalid YAML: " + msg}
+}
+
+type parser struct {
+	file string
+	errs ErrorList
+}
+
+func (p *parser) errorf(n *yaml.Node, key, format string, args ...any) {
+	if len(p.errs) >= maxErrors {
+		return
+	}
+	line, col := 1, 0
+	if n != nil && n.Line > 0 {
+		line, col = n.Line, n.Column
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Column: col, Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// deref follows aliases.
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 16; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+// entry is one key of a mapping with its value.
+type entry struct {
+	key *yaml.Node
+	val *yaml.Node
+}
+
+// mapping checks that n is a mapping whose keys are all in allowed,
+// reporting unknown keys (with a suggestion) and repeated keys, and
+// returns the entries by key.
+func (p *parser) mapping(n *yaml.Node, path string, allowed ...string) map[string]entry {
+	n = deref(n)
+	out := map[string]entry{}
+	if n == nil || n.Kind != yaml.MappingNode {
+		p.errorf(n, path, "want a mapping with keys %s, found %s", strings.Join(allowed, ", "), describe(n))
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), n.Content[i+1]
+		if k == nil || k.Kind != yaml.ScalarNode {
+			p.errorf(k, path, "keys must be plain names")
+			continue
+		}
+		name := k.Value
+		kp := join(path, name)
+		if !contains(allowed, name) {
+			p.errorf(k, kp, "unknown key %q%s (known: %s)", name, suggest(name, allowed), strings.Join(allowed, ", "))
+			continue
+		}
+		if _, dup := out[name]; dup {
+			p.errorf(k, kp, "key %q repeated", name)
+			continue
+		}
+		out[name] = entry{k, deref(v)}
+	}
+	return out
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func describe(n *yaml.Node) string {
+	n = deref(n)
+	if n == nil {
+		return "nothing"
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "nothing"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "something else"
+}
+
+// scalar returns the value of a scalar node, or reports what it found.
+func (p *parser) scalar(n *yaml.Node, key, want string) (string, bool) {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.errorf(n, key, "want %s, found %s", want, describe(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (p *parser) str(n *yaml.Node, key string) string {
+	s, _ := p.scalar(n, key, "a string")
+	return s
+}
+
+func (p *parser) name(n *yaml.Node, key string) string {
+	s, ok := p.scalar(n, key, "a name")
+	if !ok {
+		return ""
+	}
+	if !validName(s) {
+		p.errorf(n, key, "%q is not a valid name: use letters, digits, '-', '_' and '.', starting with a letter or digit", s)
+		return ""
+	}
+	return s
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && (c == '-' || c == '_' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (p *parser) integer(n *yaml.Node, key string, lo, hi int64) (int64, bool) {
+	s, ok := p.scalar(n, key, "a whole number")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64)
+	if err != nil {
+		p.errorf(n, key, "want a whole number, found %q", s)
+		return 0, false
+	}
+	if v < lo || v > hi {
+		p.errorf(n, key, "%d is out of range [%d, %d]", v, lo, hi)
+		return 0, false
+	}
+	return v, true
+}
+
+func (p *parser) number(n *yaml.Node, key string) (float64, bool) {
+	s, ok := p.scalar(n, key, "a number")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		p.errorf(n, key, "want a number, found %q", s)
+		return 0, false
+	}
+	return v, true
+}
+
+func (p *parser) boolean(n *yaml.Node, key string) (bool, bool) {
+	s, ok := p.scalar(n, key, "on or off")
+	if !ok {
+		return false, false
+	}
+	switch strings.ToLower(s) {
+	case "true", "on", "yes":
+		return true, true
+	case "false", "off", "no":
+		return false, true
+	}
+	p.errorf(n, key, "want on or off (true or false), found %q", s)
+	return false, false
+}
+
+// maxDuration bounds every duration in a file (a year).
+const maxDuration = 366 * 24 * time.Hour
+
+// duration parses a Go duration; negative values only when signed.
+func (p *parser) duration(n *yaml.Node, key string, signed bool) (time.Duration, bool) {
+	s, ok := p.scalar(n, key, "a duration such as 150ms")
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		p.errorf(n, key, "want a duration such as 150ms or 24h, found %q", s)
+		return 0, false
+	}
+	if d < 0 && !signed {
+		p.errorf(n, key, "must not be negative, found %s", s)
+		return 0, false
+	}
+	if d > maxDuration || d < -maxDuration {
+		p.errorf(n, key, "%s is longer than a year", s)
+		return 0, false
+	}
+	return d, true
+}
+
+func (p *parser) timestamp(n *yaml.Node, key string) (time.Time, bool) {
+	s, ok := p.scalar(n, key, "an RFC 3339 time such as 2026-06-30T23:59:30Z")
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		p.errorf(n, key, "want an RFC 3339 time such as 2026-06-30T23:59:30Z, found %q", s)
+		return time.Time{}, false
+	}
+	if t.Year() < 1971 || t.Year() > 2200 {
+		p.errorf(n, key, "%s is outside the years 1971 to 2200", s)
+		return time.Time{}, false
+	}
+	return t.UTC(), true
+}
+
+func (p *parser) sequence(n *yaml.Node, key string) []*yaml.Node {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.SequenceNode {
+		p.errorf(n, key, "want a list, found %s", describe(n))
+		return nil
+	}
+	out := make([]*yaml.Node, len(n.Content))
+	for i, c := range n.Content {
+		out[i] = deref(c)
+	}
+	return out
+}
+
+var topKeys = []string{"name", "description", "seed", "mode", "duration", "start", "nodes", "targets", "load", "faults", "invariants", "expect", "simulation"}
+
+func (p *parser) scenario(root *yaml.Node) *Scenario {
+	s := &Scenario{File: p.file, Mode: ModeSimulated, Seed: 1, Start: DefaultStart, Line: max(root.Line, 1)}
+	m := p.mapping(root, "", topKeys...)
+	if e, ok := m["name"]; ok {
+		s.Name = p.name(e.val, "name")
+	} else {
+		p.errorf(root, "name", "missing: every scenario needs a name")
+	}
+	if e, ok := m["description"]; ok {
+		s.Description = p.str(e.val, "description")
+	}
+	if e, ok := m["seed"]; ok {
+		s.Seed, _ = p.integer(e.val, "seed", math.MinInt64, math.MaxInt64)
+	}
+	if e, ok := m["mode"]; ok {
+		switch v := p.str(e.val, "mode"); v {
+		case string(ModeSimulated), string(ModeReal):
+			s.Mode = Mode(v)
+		case "":
+		default:
+			p.errorf(e.val, "mode", "want simulated or real, found %q%s", v, suggest(v, []string{"simulated", "real"}))
+		}
+	}
+	durOK := false
+	if e, ok := m["duration"]; ok {
+		s.Duration, durOK = p.duration(e.val, "duration", false)
+		if durOK && s.Duration == 0 {
+			p.errorf(e.val, "duration", "must be positive")
+			durOK = false
+		}
+	} else {
+		p.errorf(root, "duration", "missing: how long the run lasts, e.g. duration: 10s")
+	}
+	if e, ok := m["start"]; ok {
+		if t, ok := p.timestamp(e.val, "start"); ok {
+			s.Start = t
+		}
+	}
+	if e, ok := m["nodes"]; ok {
+		s.Nodes = p.nodes(e.val)
+	} else {
+		p.errorf(root, "nodes", "missing: a scenario needs at least one node")
+	}
+	if e, ok := m["targets"]; ok {
+		s.Targets = p.targets(e.val)
+	} else {
+		s.Targets = []Target{{Name: "declared", Use: "declared", Line: s.Line}}
+	}
+	if e, ok := m["load"]; ok {
+		s.Load = p.load(e.val, s.Duration, durOK)
+	} else {
+		p.errorf(root, "load", "missing: the request load, e.g. load: {rate: 5000/s}")
+	}
+	if e, ok := m["simulation"]; ok {
+		s.Simulation = p.simulation(e.val)
+	}
+	if e, ok := m["faults"]; ok {
+		s.Faults = p.faults(e.val, s, durOK)
+	}
+	if e, ok := m["invariants"]; ok {
+		for i, n := range p.sequence(e.val, "invariants") {
+			key := fmt.Sprintf("invariants[%d]", i)
+			if x, ok := p.expr(n, key, ""); ok {
+				p.checkDuring(s, n, key, x)
+				s.Invariants = append(s.Invariants, x)
+			}
+		}
+	}
+	if e, ok := m["expect"]; ok {
+		s.Expect = p.expect(e.val, s)
+	}
+	if len(s.Invariants) == 0 && len(s.Expect) == 0 && len(p.errs) == 0 {
+		p.errorf(root, "invariants", "missing: a scenario must assert something, e.g. invariants: [\"duplicates == 0\"]")
+	}
+	return s
+}
+
+var nodeKeys = []string{"name", "worker", "policy", "max_wait", "max_lead", "reserve", "layout", "epoch", "checkpoint", "lease", "clock_offset"}
+
+func (p *parser) nodes(n *yaml.Node) []Node {
+	items := p.sequence(n, "nodes")
+	if n != nil && len(items) == 0 && deref(n).Kind == yaml.SequenceNode {
+		p.errorf(n, "nodes", "empty: a scenario needs at least one node")
+	}
+	var out []Node
+	seen := map[string]bool{}
+	for i, it := range items {
+		path := fmt.Sprintf("nodes[%d]", i)
+		m := p.mapping(it, path, nodeKeys...)
+		nd := Node{Lease: LeaseNone, Layout: generator.DefaultLayout(), Line: max(it.Line, 1)}
+		if e, ok := m["name"]; ok {
+			nd.Name = p.name(e.val, path+".name")
+			if nd.Name != "" && seen[nd.Name] {
+				p.errorf(e.val, path+".name", "node %q declared twice", nd.Name)
+			}
+			if nd.Name == "all" {
+				p.errorf(e.val, path+".name", "\"all\" is reserved for faults aimed at every node")
+			}
+			seen[nd.Name] = true
+		} else {
+			p.errorf(it, path+".name", "missing: every node needs a name")
+		}
+		if e, ok := m["layout"]; ok {
+			if v, ok := p.scalar(e.val, path+".layout", "a layout preset name"); ok {
+				l, err := generator.LayoutByName(v)
+				if err != nil {
+					var names []string
+					for _, pr := range generator.Presets() {
+						names = append(names, pr.Name)
+					}
+					p.errorf(e.val, path+".layout", "unknown layout %q%s (presets: %s)", v, suggest(v, names), strings.Join(names, ", "))
+				} else {
+					nd.Layout, nd.LayoutName = l, v
+				}
+			}
+		}
+		if e, ok := m["epoch"]; ok {
+			if t, ok := p.timestamp(e.val, path+".epoch"); ok {
+				nd.Layout.Epoch = t
+				if err := nd.Layout.Validate(); err != nil {
+					p.errorf(e.val, path+".epoch", "%v", err)
+				}
+			}
+		}
+		if e, ok := m["worker"]; ok {
+			nd.Worker, _ = p.integer(e.val, path+".worker", 0, nd.Layout.MaxNode())
+		} else {
+			p.errorf(it, path+".worker", "missing: the worker (node) ID embedded in the node's IDs")
+		}
+		if e, ok := m["policy"]; ok {
+			if v, ok := p.scalar(e.val, path+".policy", "wait, refuse or logical"); ok {
+				pol, err := generator.ParsePolicy(v)
+				if err != nil {
+					p.errorf(e.val, path+".policy", "want wait, refuse or logical, found %q%s", v, suggest(v, []string{"wait", "refuse", "logical"}))
+				}
+				nd.Policy = pol
+			}
+		}
+		nd.MaxWait = p.optDuration(m, "max_wait", path)
+		nd.MaxLead = p.optDuration(m, "max_lead", path)
+		nd.Reserve = p.optDuration(m, "reserve", path)
+		if e, ok := m["checkpoint"]; ok {
+			nd.Checkpoint, _ = p.boolean(e.val, path+".checkpoint")
+		}
+		if e, ok := m["lease"]; ok {
+			nd.Lease = p.lease(e.val, path+".lease")
+		}
+		if e, ok := m["clock_offset"]; ok {
+			nd.ClockOffset, _ = p.duration(e.val, path+".clock_offset", true)
+		}
+		out = append(out, nd)
+	}
+	return out
+}
+
+func (p *parser) optDuration(m map[string]entry, key, path string) time.Duration {
+	e, ok := m[key]
+	if !ok {
+		return 0
+	}
+	d, _ := p.duration(e.val, join(path, key), false)
+	return d
+}
+
+func (p *parser) lease(n *yaml.Node, key string) string {
+	v, ok := p.scalar(n, key, "memory or none")
+	if !ok {
+		return ""
+	}
+	switch v {
+	case LeaseNone, LeaseMemory:
+		return v
+	}
+	p.errorf(n, key, "want memory or none, found %q%s", v, suggest(v, []string{LeaseMemory, LeaseNone}))
+	return ""
+}
+
+var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint"}
+
+func (p *parser) targets(n *yaml.Node) []Target {
+	var out []Target
+	seen := map[string]bool{}
+	items := p.sequence(n, "targets")
+	if n != nil && len(items) == 0 && deref(n).Kind == yaml.SequenceNode {
+		p.errorf(n, "targets", "empty: leave targets out to run the nodes as declared")
+	}
+	for i, it := range items {
+		path := fmt.Sprintf("targets[%d]", i)
+		t := Target{Line: max(it.Line, 1)}
+		if it.Kind == yaml.ScalarNode {
+			t.Name = p.name(it, path)
+			t.Use = t.Name
+		} else {
+			m := p.mapping(it, path, targetKeys...)
+			if e, ok := m["name"]; ok {
+				t.Name = p.name(e.val, path+".name")
+			} else {
+				p.errorf(it, path+".name", "missing: the target's row name")
+			}
+			t.Use = t.Name
+			if e, ok := m["use"]; ok {
+				t.Use = p.name(e.val, path+".use")
+			}
+			if e, ok := m["policy"]; ok {
+				if v, ok := p.scalar(e.val, path+".policy", "wait, refuse or logical"); ok {
+					if pol, err := generator.ParsePolicy(v); err != nil {
+						p.errorf(e.val, path+".policy", "want wait, refuse or logical, found %q%s", v, suggest(v, []string{"wait", "refuse", "logical"}))
+					} else {
+						t.Policy = &pol
+					}
+				}
+			}
+			t.MaxWait = p.optDuration(m, "max_wait", path)
+			t.MaxLead = p.optDuration(m, "max_lead", path)
+			t.Reserve = p.optDuration(m, "reserve", path)
+			if e, ok := m["lease"]; ok {
+				t.Lease = p.lease(e.val, path+".lease")
+			}
+			if e, ok := m["checkpoint"]; ok {
+				if b, ok := p.boolean(e.val, path+".checkpoint"); ok {
+					t.Checkpoint = &b
+				}
+			}
+		}
+		if t.Name != "" {
+			if seen[t.Name] {
+				p.errorf(it, path, "target %q listed twice", t.Name)
+			}
+			seen[t.Name] = true
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+var loadKeys = []string{"per", "clients", "batch", "stages", "rate", "for"}
+
+func (p *parser) load(n *yaml.Node, duration time.Duration, durOK bool) Load {
+	l := Load{PerNode: true, Clients: 1, Batch: 1, Line: max(deref(n).Line, 1)}
+	m := p.mapping(n, "load", loadKeys...)
+	if e, ok := m["per"]; ok {
+		switch v := p.str(e.val, "load.per"); v {
+		case "node":
+			l.PerNode = true
+		case "total":
+			l.PerNode = false
+		case "":
+		default:
+			p.errorf(e.val, "load.per", "want node or total, found %q%s", v, suggest(v, []string{"node", "total"}))
+		}
+	}
+	if e, ok := m["clients"]; ok {
+		if v, ok := p.integer(e.val, "load.clients", 1, 10_000); ok {
+			l.Clients = int(v)
+		}
+	}
+	if e, ok := m["batch"]; ok {
+		if v, ok := p.integer(e.val, "load.batch", 1, 1_000_000); ok {
+			l.Batch = int(v)
+		}
+	}
+	_, hasRate := m["rate"]
+	_, hasFor := m["for"]
+	if e, ok := m["stages"]; ok {
+		if hasRate || hasFor {
+			p.errorf(e.key, "load.stages", "give either stages or a single rate (and for), not both")
+		}
+		items := p.sequence(e.val, "load.stages")
+		if len(items) == 0 && e.val.Kind == yaml.SequenceNode {
+			p.errorf(e.val, "load.stages", "empty: give at least one stage")
+		}
+		for i, it := range items {
+			path := fmt.Sprintf("load.stages[%d]", i)
+			sm := p.mapping(it, path, "rate", "for")
+			l.Stages = append(l.Stages, p.stage(it, sm, path, i == len(items)-1))
+		}
+	} else if hasRate {
+		l.Stages = []Stage{p.stage(n, m, "load", true)}
+	} else {
+		p.errorf(n, "load", "missing: stages, or a rate such as rate: 5000/s")
+	}
+	if durOK {
+		var total time.Duration
+		for i := range l.Stages {
+			st := &l.Stages[i]
+			if st.For == 0 {
+				st.For = duration - total
+				if st.For <= 0 {
+					p.errorf(n, fmt.Sprintf("load.stages[%d]", i), "earlier stages already fill the duration %s", duration)
+				}
+			}
+			total += st.For
+		}
+		if total > duration {
+			p.errorf(n, "load", "stages last %s, beyond the duration %s", total, duration)
+		}
+	}
+	return l
+}
+
+func (p *parser) stage(n *yaml.Node, m map[string]entry, path string, last bool) Stage {
+	st := Stage{Line: max(n.Line, 1)}
+	if e, ok := m["rate"]; ok {
+		if v, ok := p.scalar(e.val, path+".rate", "a rate such as 5000/s, or max"); ok {
+			if v == "max" {
+				st.Max = true
+			} else if r, err := ParseRate(v); err != nil {
+				p.errorf(e.val, path+".rate", "%v", err)
+			} else {
+				st.Rate = r
+			}
+		}
+	} else {
+		p.errorf(n, path+".rate", "missing: requests per unit of time, e.g. rate: 5000/s, or rate: max")
+	}
+	if e, ok := m["for"]; ok {
+		st.For, _ = p.duration(e.val, path+".for", false)
+		if st.For == 0 {
+			p.errorf(e.val, path+".for", "must be positive")
+		}
+	} else if !last {
+		p.errorf(n, path+".for", "missing: only the last stage may run until the end")
+	}
+	return st
+}
+
+// maxRate bounds a rate (one request per nanosecond).
+const maxRate = 1e9
+
+// ParseRate parses "5000/s", "100000/ms", "300/m" or "2.5/us" into requests
+// per second.
+func ParseRate(s string) (float64, error) {
+	num, unit, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok {
+		return 0, fmt.Errorf("want a rate such as 5000/s (requests per unit), or max; found %q", s)
+	}
+	v, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(num), "_", ""), 64)
+	if err != nil || v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("want a positive number of requests in %q", s)
+	}
+	var per time.Duration
+	switch strings.TrimSpace(unit) {
+	case "ns":
+		per = time.Nanosecond
+	case "us", "µs":
+		per = time.Microsecond
+	case "ms":
+		per = time.Millisecond
+	case "s":
+		per = time.Second
+	case "m", "min":
+		per = time.Minute
+	case "h":
+		per = time.Hour
+	default:
+		return 0, fmt.Errorf("unknown unit %q in rate %q (want ns, us, ms, s, m or h)", unit, s)
+	}
+	r := v * float64(time.Second) / float64(per)
+	if r > maxRate {
+		return 0, fmt.Errorf("rate %q is above one request per nanosecond", s)
+	}
+	return r, nil
+}
+
+func (p *parser) simulation(n *yaml.Node) Simulation {
+	sim := Simulation{Line: max(n.Line, 1)}
+	m := p.mapping(n, "simulation", "budget", "hot", "service")
+	if e, ok := m["budget"]; ok {
+		if v, ok := p.integer(e.val, "simulation.budget", 1000, 100_000_000); ok {
+			sim.Budget = int(v)
+		}
+	}
+	sim.Hot = p.optDuration(m, "hot", "simulation")
+	sim.Service = p.optDuration(m, "service", "simulation")
+	return sim
+}
+
+var faultKeys = []string{"name", "at", "kind", "nodes", "by", "for", "window", "ppm", "keep_checkpoint", "offset_while_down", "behind", "gap", "observe"}
+
+// faultParams lists, per kind, the parameters it takes and which of them
+// it requires.
+var faultParams = map[Kind]struct{ allowed, required []string }{
+	KindStep:    {[]string{"by"}, []string{"by"}},
+	KindFreeze:  {[]string{"for"}, nil},
+	KindLeap:    {nil, nil},
+	KindSmear:   {[]string{"by", "window"}, []string{"by", "window"}},
+	KindSlew:    {[]string{"by", "ppm"}, []string{"by"}},
+	KindDrift:   {[]string{"ppm"}, []string{"ppm"}},
+	KindPause:   {[]string{"for"}, []string{"for"}},
+	KindRestart: {[]string{"for", "keep_checkpoint", "offset_while_down"}, nil},
+	KindClone:   {[]string{"for"}, nil},
+	KindHandoff: {[]string{"behind", "gap"}, nil},
+	KindRevert:  {nil, nil},
+}
+
+func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
+	var out []Fault
+	names := map[string]bool{}
+	kindCount := map[Kind]int{}
+	var kinds []string
+	for _, k := range Kinds() {
+		kinds = append(kinds, string(k))
+	}
+	for i, it := range p.sequence(n, "faults") {
+		path := fmt.Sprintf("faults[%d]", i)
+		m := p.mapping(it, path, faultKeys...)
+		f := Fault{KeepCheckpoint: true, Line: max(it.Line, 1)}
+		e, ok := m["kind"]
+		if !ok {
+			p.errorf(it, path+".kind", "missing: one of %s", strings.Join(kinds, ", "))
+			continue
+		}
+		kv, ok := p.scalar(e.val, path+".kind", "a fault kind")
+		if !ok {
+			continue
+		}
+		f.Kind = Kind(kv)
+		params, ok := faultParams[f.Kind]
+		if !ok {
+			p.errorf(e.val, path+".kind", "unknown fault kind %q%s (known: %s)", kv, suggest(kv, kinds), strings.Join(kinds, ", "))
+			continue
+		}
+		for key, ent := range m {
+			switch key {
+			case "name", "at", "kind", "nodes", "observe":
+				continue
+			}
+			if !contains(params.allowed, key) {
+				takes := "no parameters"
+				if len(params.allowed) > 0 {
+					takes = "only " + strings.Join(params.allowed, ", ")
+				}
+				p.errorf(ent.key, path+"."+key, "a %s fault takes %s", f.Kind, takes)
+			}
+		}
+		for _, key := range params.required {
+			if _, ok := m[key]; !ok {
+				p.errorf(it, path+"."+key, "missing: a %s fault needs %s", f.Kind, key)
+			}
+		}
+		if e, ok := m["at"]; ok {
+			f.At, _ = p.duration(e.val, path+".at", false)
+		} else {
+			p.errorf(it, path+".at", "missing: when the fault strikes, as an offset from the start (e.g. at: 2s)")
+		}
+		if e, ok := m["by"]; ok {
+			f.By, _ = p.duration(e.val, path+".by", true)
+			if f.By == 0 {
+				p.errorf(e.val, path+".by", "must not be zero")
+			}
+		}
+		if e, ok := m["for"]; ok {
+			f.For, _ = p.duration(e.val, path+".for", false)
+		}
+		if e, ok := m["window"]; ok {
+			f.Window, _ = p.duration(e.val, path+".window", false)
+			if f.Window == 0 {
+				p.errorf(e.val, path+".window", "must be positive")
+			}
+		}
+		if e, ok := m["ppm"]; ok {
+			if v, ok := p.number(e.val, path+".ppm"); ok {
+				f.PPM = v
+				switch {
+				case f.Kind == KindSlew && (v <= 0 || v > 1e5):
+					p.errorf(e.val, path+".ppm", "a slew rate must be in (0, 100000] ppm, found %v", v)
+				case f.Kind == KindDrift && (v == 0 || v < -1e5 || v > 1e5):
+					p.errorf(e.val, path+".ppm", "a drift must be non-zero and within ±100000 ppm, found %v", v)
+				}
+			}
+		}
+		if e, ok := m["keep_checkpoint"]; ok {
+			f.KeepCheckpoint, _ = p.boolean(e.val, path+".keep_checkpoint")
+		}
+		if e, ok := m["offset_while_down"]; ok {
+			f.OffsetWhileDown, _ = p.duration(e.val, path+".offset_while_down", true)
+		}
+		if e, ok := m["behind"]; ok {
+			f.Behind, _ = p.duration(e.val, path+".behind", false)
+		}
+		if e, ok := m["gap"]; ok {
+			f.Gap, _ = p.duration(e.val, path+".gap", false)
+		}
+		if e, ok := m["observe"]; ok {
+			f.Observe, _ = p.duration(e.val, path+".observe", false)
+		}
+		// Nodes.
+		if e, ok := m["nodes"]; ok {
+			f.Nodes, f.All = p.faultNodes(e.val, path+".nodes", s)
+		} else {
+			f.All = true
+			for _, nd := range s.Nodes {
+				f.Nodes = append(f.Nodes, nd.Name)
+			}
+		}
+		if f.Kind == KindHandoff && len(f.Nodes) != 1 {
+			p.errorf(it, path+".nodes", "a handoff moves one node's worker ID: name exactly one node")
+		}
+		// Name.
+		kindCount[f.Kind]++
+		if e, ok := m["name"]; ok {
+			f.Name = p.name(e.val, path+".name")
+		} else {
+			f.Name = string(f.Kind)
+			if c := kindCount[f.Kind]; c > 1 {
+				f.Name = fmt.Sprintf("%s-%d", f.Kind, c)
+			}
+		}
+		if f.Name != "" {
+			if names[f.Name] {
+				p.errorf(it, path+".name", "fault name %q used twice: name the faults apart", f.Name)
+			}
+			names[f.Name] = true
+		}
+		// Times.
+		if durOK {
+			if f.At >= s.Duration {
+				p.errorf(m["at"].val, path+".at", "%s is not before the end of the run (duration %s)", f.At, s.Duration)
+			} else {
+				var span time.Duration
+				switch f.Kind {
+				case KindFreeze, KindPause, KindRestart, KindClone:
+					span = f.For
+				case KindSmear:
+					span = f.Window
+				case KindSlew:
+					span = f.SlewDuration()
+				case KindHandoff:
+					span = f.Gap
+				case KindLeap:
+					span = time.Second
+				}
+				if f.At+span > s.Duration {
+					p.errorf(it, path, "the %s lasts until %s, beyond the duration %s", f.Kind, f.At+span, s.Duration)
+				}
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func (p *parser) faultNodes(n *yaml.Node, key string, s *Scenario) ([]string, bool) {
+	var known []string
+	for _, nd := range s.Nodes {
+		known = append(known, nd.Name)
+	}
+	if n.Kind == yaml.ScalarNode {
+		if n.Value == "all" {
+			return known, true
+		}
+		if _, ok := s.Node(n.Value); ok {
+			return []string{n.Value}, false
+		}
+		p.errorf(n, key, "unknown node %q%s (nodes: %s, or all)", n.Value, suggest(n.Value, known), strings.Join(known, ", "))
+		return nil, false
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i, it := range p.sequence(n, key) {
+		v, ok := p.scalar(it, fmt.Sprintf("%s[%d]", key, i), "a node name")
+		if !ok {
+			continue
+		}
+		if v == "all" {
+			p.errorf(it, key, "write nodes: all, not a list containing all")
+			continue
+		}
+		if _, ok := s.Node(v); !ok {
+			p.errorf(it, fmt.Sprintf("%s[%d]", key, i), "unknown node %q%s (nodes: %s)", v, suggest(v, known), strings.Join(known, ", "))
+			continue
+		}
+		if seen[v] {
+			p.errorf(it, fmt.Sprintf("%s[%d]", key, i), "node %q named twice", v)
+			continue
+		}
+		seen[v] = true
+		out = append(out, v)
+	}
+	if len(out) == 0 && len(p.errs) == 0 {
+		p.errorf(n, key, "empty: name at least one node, or all")
+	}
+	return out, false
+}
+
+func (p *parser) expr(n *yaml.Node, key, prefix string) (Expr, bool) {
+	v, ok := p.scalar(n, key, "an invariant such as \"duplicates == 0\"")
+	if !ok {
+		return Expr{}, false
+	}
+	if prefix != "" {
+		v = prefix + " " + v
+	}
+	x, err := ParseExpr(v)
+	if err != nil {
+		p.errorf(n, key, "%v", err)
+		return Expr{}, false
+	}
+	x.Line = max(n.Line, 1)
+	return x, true
+}
+
+func (p *parser) checkDuring(s *Scenario, n *yaml.Node, key string, x Expr) {
+	if x.During == "" {
+		return
+	}
+	if len(s.FaultsNamed(x.During)) > 0 {
+		return
+	}
+	var names []string
+	for _, f := range s.Faults {
+		names = append(names, f.Name)
+	}
+	if len(names) == 0 {
+		p.errorf(n, key, "\"during %s\": the scenario has no faults", x.During)
+		return
+	}
+	p.errorf(n, key, "\"during %s\": no fault of that name or kind%s (faults: %s)", x.During, suggest(x.During, names), strings.Join(names, ", "))
+}
+
+func (p *parser) expect(n *yaml.Node, s *Scenario) []Expectation {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		p.errorf(n, "expect", "want a mapping from target name to what it must be caught doing, found %s", describe(n))
+		return nil
+	}
+	var targets []string
+	for _, t := range s.Targets {
+		targets = append(targets, t.Name)
+	}
+	var out []Expectation
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		if k == nil || k.Kind != yaml.ScalarNode {
+			p.errorf(k, "expect", "keys must be target names")
+			continue
+		}
+		path := "expect." + k.Value
+		if !contains(targets, k.Value) {
+			p.errorf(k, path, "target %q is not in targets%s (targets: %s)", k.Value, suggest(k.Value, targets), strings.Join(targets, ", "))
+			continue
+		}
+		if seen[k.Value] {
+			p.errorf(k, path, "target %q repeated", k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		exp := Expectation{Target: k.Value, Line: max(k.Line, 1)}
+		switch {
+		case v != nil && v.Kind == yaml.MappingNode:
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				mk, mv := deref(v.Content[j]), deref(v.Content[j+1])
+				if mk == nil || mk.Kind != yaml.ScalarNode {
+					p.errorf(mk, path, "keys must be invariant names")
+					continue
+				}
+				if x, ok := p.expr(mv, path+"."+mk.Value, mk.Value); ok {
+					x.Line = max(mk.Line, 1)
+					p.checkDuring(s, mk, path+"."+mk.Value, x)
+					exp.Exprs = append(exp.Exprs, x)
+				}
+			}
+		case v != nil && v.Kind == yaml.SequenceNode:
+			for j, it := range v.Content {
+				key := fmt.Sprintf("%s[%d]", path, j)
+				if x, ok := p.expr(deref(it), key, ""); ok {
+					p.checkDuring(s, it, key, x)
+					exp.Exprs = append(exp.Exprs, x)
+				}
+			}
+		case v != nil && v.Kind == yaml.ScalarNode && v.Tag != "!!null":
+			if x, ok := p.expr(v, path, ""); ok {
+				p.checkDuring(s, v, path, x)
+				exp.Exprs = append(exp.Exprs, x)
+			}
+		default:
+			p.errorf(v, path, "want what the target must be caught doing, e.g. {duplicates: \"> 0\"}")
+			continue
+		}
+		if len(exp.Exprs) == 0 {
+			continue
+		}
+		out = append(out, exp)
+	}
+	return out
+}

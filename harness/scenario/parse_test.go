@@ -1,0 +1,239 @@
+package scenario
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snowchaos/snowchaos/generator"
+)
+
+func TestParseFull(t *testing.T) {
+	s, err := ParseFile("testdata/full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "step-back-small" || s.Seed != 42 || s.Mode != ModeSimulated || s.Duration != 10*time.Second {
+		t.Fatalf("header: %+v", s)
+	}
+	if len(s.Nodes) != 2 || s.Nodes[0].Worker != 1 || !s.Nodes[0].Checkpoint || s.Nodes[1].Policy != generator.PolicyLogical ||
+		s.Nodes[1].ClockOffset != -3*time.Millisecond || s.Nodes[1].Layout.Epoch.Year() != 2024 || s.Nodes[1].Reserve != 50*time.Millisecond {
+		t.Fatalf("nodes: %+v", s.Nodes)
+	}
+	if len(s.Targets) != 3 || s.Targets[1].Use != "logical" || s.Targets[1].MaxLead != 10*time.Millisecond {
+		t.Fatalf("targets: %+v", s.Targets)
+	}
+	l := s.Load
+	if !l.PerNode || l.Clients != 4 || l.Batch != 2 || len(l.Stages) != 4 || l.Stages[1].Rate != 1e8 || !l.Stages[2].Max {
+		t.Fatalf("load: %+v", l)
+	}
+	if last := l.Stages[3]; last.For != 10*time.Second-4*time.Second-2*time.Millisecond || last.Rate != 2000 {
+		t.Fatalf("last stage: %+v", last)
+	}
+	if len(s.Faults) != 7 {
+		t.Fatalf("faults: %+v", s.Faults)
+	}
+	f := s.Faults[0]
+	if f.Name != "step" || f.Kind != KindStep || f.By != -5*time.Millisecond || f.At != 2*time.Second || len(f.Nodes) != 1 || f.Line != 31 {
+		t.Fatalf("fault 0: %+v", f)
+	}
+	if f := s.Faults[1]; f.Name != "step-2" || !f.All || len(f.Nodes) != 2 || f.Observe != 500*time.Millisecond {
+		t.Fatalf("fault 1: %+v", f)
+	}
+	if f := s.Faults[3]; f.KeepCheckpoint || f.OffsetWhileDown != -10*time.Millisecond {
+		t.Fatalf("restart: %+v", f)
+	}
+	if got := len(s.FaultsNamed("step")); got != 1 {
+		t.Fatalf("FaultsNamed(step) = %d", got)
+	}
+	if got := len(s.FaultsNamed("big")); got != 1 {
+		t.Fatalf("FaultsNamed(big) = %d", got)
+	}
+	if len(s.Invariants) != 6 || s.Invariants[1].During != "step" || s.Invariants[3].Stat != StatP99 || s.Invariants[4].Metric != MetricWait {
+		t.Fatalf("invariants: %+v", s.Invariants)
+	}
+	checks := s.ChecksFor("bad-no-rewind-check")
+	var subjects []string
+	for _, c := range checks {
+		subjects = append(subjects, c.Subject())
+	}
+	want := "availability during step,lead max,wait max,gap during big,duplicates,lag p99"
+	if strings.Join(subjects, ",") != want {
+		t.Fatalf("checks = %s", strings.Join(subjects, ","))
+	}
+	if !checks[len(checks)-1].Expected || checks[0].Expected {
+		t.Fatal("Expected flags")
+	}
+	if s.Simulation.Budget != 50000 || s.Simulation.Service != time.Microsecond {
+		t.Fatalf("simulation: %+v", s.Simulation)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	base := `name: x
+duration: 10s
+nodes: [{name: a, worker: 1}, {name: b, worker: 2}]
+load: {rate: 100/s}
+invariants: ["duplicates == 0"]
+`
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"unknown top key", base + "fualts: []\n", `6: fualts: unknown key "fualts" (did you mean "faults"?)`},
+		{"misspelled invariant", strings.Replace(base, "duplicates == 0", "duplicate == 0", 1), `5: invariants[0]: unknown invariant "duplicate" (did you mean "duplicates"?)`},
+		{"unknown node", base + "faults: [{at: 1s, kind: step, by: -5ms, nodes: [c]}]\n", `6: faults[0].nodes[0]: unknown node "c"`},
+		{"beyond duration", base + "faults: [{at: 11s, kind: step, by: -5ms}]\n", `6: faults[0].at: 11s is not before the end of the run`},
+		{"freeze beyond", base + "faults:\n  - {at: 9s, kind: freeze, for: 2s}\n", `7: faults[0]: the freeze lasts until 11s, beyond the duration 10s`},
+		{"param of other kind", base + "faults:\n  - {at: 1s, kind: step, by: 1ms, ppm: 5}\n", `7: faults[0].ppm: a step fault takes only by`},
+		{"missing param", base + "faults:\n  - {at: 1s, kind: step}\n", `7: faults[0].by: missing: a step fault needs by`},
+		{"unknown kind", base + "faults:\n  - {at: 1s, kind: stpe}\n", `7: faults[0].kind: unknown fault kind "stpe" (did you mean "step"?)`},
+		{"bad duration", strings.Replace(base, "10s", "10 seconds", 1), `2: duration: want a duration`},
+		{"bad rate", strings.Replace(base, "100/s", "100", 1), `4: load.rate: want a rate such as 5000/s`},
+		{"syntax", base + "faults: [\n", `invalid YAML`},
+		{"bad policy", strings.Replace(base, "worker: 1}", "worker: 1, policy: wiat}", 1), `3: nodes[0].policy: want wait, refuse or logical, found "wiat" (did you mean "wait"?)`},
+		{"worker range", strings.Replace(base, "worker: 1}", "worker: 1024}", 1), `3: nodes[0].worker: 1024 is out of range [0, 1023]`},
+		{"bad layout", strings.Replace(base, "worker: 1}", "worker: 1, layout: 41/10/13}", 1), `3: nodes[0].layout: unknown layout "41/10/13"`},
+		{"during unknown", strings.Replace(base, `"duplicates == 0"`, `"availability >= 0.9 during leap"`, 1), `5: invariants[0]: "during leap": the scenario has no faults`},
+		{"expect unknown target", base + "expect: {bad: {duplicates: \"> 0\"}}\n", `6: expect.bad: target "bad" is not in targets`},
+		{"wrong unit", strings.Replace(base, "duplicates == 0", "lead <= 5", 1), `5: invariants[0]: lead takes a duration such as 200ms, not "5"`},
+		{"ratio range", strings.Replace(base, "duplicates == 0", "availability >= 2", 1), `availability takes a ratio`},
+		{"duplicate key", base + "seed: 1\nseed: 2\n", `7: seed: key "seed" repeated`},
+		{"two docs", base + "---\nname: y\n", `a file holds one scenario`},
+		{"stages too long", strings.Replace(base, "{rate: 100/s}", "{stages: [{rate: 1/s, for: 8s}, {rate: 1/s, for: 3s}]}", 1), `4: load: stages last 11s, beyond the duration 10s`},
+		{"handoff two nodes", base + "faults: [{at: 1s, kind: handoff, nodes: [a, b]}]\n", `6: faults[0].nodes: a handoff moves one node's worker ID`},
+		{"node key", strings.Replace(base, "worker: 1}", "worker: 1, polcy: wait}", 1), `3: nodes[0].polcy: unknown key "polcy" (did you mean "policy"?)`},
+		{"empty", "", `1: empty file`},
+		{"no name", strings.Replace(base, "name: x\n", "", 1), `name: missing`},
+		{"scalar root", "hello", `want a mapping`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("f.yaml", []byte(c.yaml))
+			if err == nil {
+				t.Fatalf("no error; want %q", c.want)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error:\n%v\nwant it to contain:\n%s", err, c.want)
+			}
+			var list ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("not an ErrorList: %T", err)
+			}
+			for _, e := range list {
+				if e.Line < 1 || !strings.HasPrefix(e.Error(), "f.yaml:") {
+					t.Fatalf("error without file:line: %q", e.Error())
+				}
+			}
+		})
+	}
+}
+
+func TestParseExpr(t *testing.T) {
+	good := map[string]string{
+		"duplicates == 0":                  "duplicates == 0",
+		"duplicates==0":                    "duplicates == 0",
+		"availability >= 0.99 during leap": "availability >= 0.9900 during leap",
+		"availability >= 99.5%":            "availability >= 0.9950",
+		"lead <= 200ms":                    "lead max <= 200ms",
+		"lag p99 <= 5ms":                   "lag p99 <= 5ms",
+		"max_wait <= 1s":                   "wait max <= 1s",
+		"gap < 150ms during step":          "gap < 150ms during step",
+		"order_violations == 0":            "order_violations == 0",
+		"restart_violations != 3":          "restart_violations != 3",
+		"wait p50 > 0s":                    "wait p50 > 0s",
+	}
+	for in, want := range good {
+		e, err := ParseExpr(in)
+		if err != nil {
+			t.Errorf("%q: %v", in, err)
+			continue
+		}
+		if e.String() != want {
+			t.Errorf("%q -> %q, want %q", in, e.String(), want)
+		}
+	}
+	bad := map[string]string{
+		"":                               "empty invariant",
+		"duplicats == 0":                 `did you mean "duplicates"?`,
+		"lead p98 <= 1ms":                `lead has no statistic "p98"`,
+		"duplicates p99 == 0":            `duplicates has no statistic`,
+		"duplicates =< 0":                `unknown comparison "="`,
+		"duplicates == -1":               "whole number",
+		"duplicates == 0 while leap":     `unexpected "while"`,
+		"order_violations == 0 during x": "takes no \"during\"",
+		"max_wait p99 <= 1s":             "already names its statistic",
+		"lead <=":                        "want a value",
+	}
+	for in, want := range bad {
+		_, err := ParseExpr(in)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want %q", in, err, want)
+		}
+	}
+}
+
+func TestHolds(t *testing.T) {
+	e, _ := ParseExpr("availability >= 0.99")
+	if !e.Holds(0.99) || e.Holds(0.9899) {
+		t.Fatal("ge")
+	}
+	e, _ = ParseExpr("duplicates > 0")
+	if e.Holds(0) || !e.Holds(1) {
+		t.Fatal("gt")
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]float64{"5000/s": 5000, "100000/ms": 1e8, "60/m": 1, "1/us": 1e6, "3600/h": 1} {
+		got, err := ParseRate(in)
+		if err != nil || got != want {
+			t.Errorf("%s: %v %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"5000", "x/s", "0/s", "-1/s", "1/d", "2/ns"} {
+		if _, err := ParseRate(in); err == nil {
+			t.Errorf("%s: no error", in)
+		}
+	}
+}
+
+func TestWindows(t *testing.T) {
+	f := Fault{Kind: KindStep, At: time.Second, By: -150 * time.Millisecond}
+	if s, e := f.Observed(10 * time.Second); s != time.Second || e != time.Second+150*time.Millisecond+DefaultTail {
+		t.Fatalf("step window %v %v", s, e)
+	}
+	f = Fault{Kind: KindSlew, At: 0, By: -300 * time.Millisecond}
+	if d := f.SlewDuration(); d != 600*time.Second {
+		t.Fatalf("slew duration %v", d)
+	}
+	f = Fault{Kind: KindDrift, At: 5 * time.Second, PPM: 100}
+	if s, e := f.Observed(10 * time.Second); s != 5*time.Second || e != 10*time.Second {
+		t.Fatalf("drift window %v %v", s, e)
+	}
+}
+
+// TestParseTestdata parses every good file under testdata and rejects every
+// file under testdata/bad with a line.
+func TestParseTestdata(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	for _, f := range files {
+		if _, err := ParseFile(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	bad, _ := filepath.Glob("testdata/bad/*.yaml")
+	for _, f := range bad {
+		_, err := ParseFile(f)
+		if err == nil {
+			t.Errorf("%s: parsed", f)
+			continue
+		}
+		want, _ := os.ReadFile(strings.TrimSuffix(f, ".yaml") + ".err")
+		if len(want) > 0 && !strings.Contains(err.Error(), strings.TrimSpace(string(want))) {
+			t.Errorf("%s: %v\nwant %s", f, err, want)
+		}
+	}
+}

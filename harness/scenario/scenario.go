@@ -1,0 +1,526 @@
+// Package scenario is the model of a snowchaos scenario script and its YAML
+// parser.
+//
+// A scenario names its nodes, the targets (generator variants) it runs
+// against, an open-model load, a timed list of faults, the invariants each
+// run must keep and, for negative controls, what a known-bad target must be
+// caught doing. Parse turns a YAML file into a Scenario or into errors that
+// name file, line and key; nothing unknown or misspelled is ever ignored.
+//
+// The package knows nothing about how a scenario is run: the harness
+// package resolves target names and capabilities and checks the
+// combinations that depend on them.
+package scenario
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/snowchaos/snowchaos/generator"
+)
+
+// Mode is how a scenario's time passes.
+type Mode string
+
+// Modes.
+const (
+	// ModeSimulated runs on virtual time under the runner's discrete-event
+	// scheduler: deterministic, and hours of scenario time pass in seconds.
+	ModeSimulated Mode = "simulated"
+	// ModeReal runs on the wall clock plus fault offsets with real
+	// goroutines and real waits: for latency, throughput and races.
+	ModeReal Mode = "real"
+)
+
+// DefaultStart is the reference wall time at which a simulated run starts
+// unless the scenario sets start: half a minute before the end of a day
+// that ends with a leap second in many a test suite.
+var DefaultStart = time.Date(2026, 6, 30, 23, 59, 30, 0, time.UTC)
+
+// Scenario is one parsed scenario script. Every Line field is the 1-based
+// line of the element in File.
+type Scenario struct {
+	// File is the path the scenario was read from (for messages).
+	File string
+	// Name identifies the scenario in reports; unique within a suite.
+	Name string
+	// Description says what the scenario shows, in a sentence or two.
+	Description string
+	// Seed drives every random choice of a run (arrival jitter, routing).
+	Seed int64
+	// Mode is ModeSimulated unless the file says real.
+	Mode Mode
+	// Duration is how long the run lasts, from its start.
+	Duration time.Duration
+	// Start is the reference wall time at the start of a simulated run.
+	Start time.Time
+	// Nodes are the generator nodes, in file order.
+	Nodes []Node
+	// Targets are the generator variants to run the scenario against; one
+	// report row each. Never empty after parsing: a file without targets
+	// runs the nodes as declared (target "declared").
+	Targets []Target
+	// Load is the request load.
+	Load Load
+	// Faults are the faults in file order (not necessarily time order).
+	Faults []Fault
+	// Invariants must hold for every target without an expectation on the
+	// same metric.
+	Invariants []Expr
+	// Expect holds the negative controls: per target, what the harness
+	// must catch it doing.
+	Expect []Expectation
+	// Simulation tunes how simulated mode samples the load.
+	Simulation Simulation
+	// Line is the line of the document's first key.
+	Line int
+}
+
+// Node is one generator node of a scenario.
+type Node struct {
+	// Name identifies the node in faults and reports.
+	Name string
+	// Worker is the node (worker) ID embedded in its IDs.
+	Worker int64
+	// Policy is the rewind policy (targets may override it).
+	Policy generator.Policy
+	// MaxWait bounds one call's waiting; zero means the generator default.
+	MaxWait time.Duration
+	// MaxLead bounds the logical policy's lead; zero means the default.
+	MaxLead time.Duration
+	// Reserve is how far ahead the checkpoint mark is reserved; zero
+	// means the generator default.
+	Reserve time.Duration
+	// Layout is the bit layout, from a preset name, with Epoch applied.
+	Layout generator.Layout
+	// LayoutName is the preset name as written ("" for the default).
+	LayoutName string
+	// Checkpoint keeps a high-water mark on the node's disk across
+	// restarts.
+	Checkpoint bool
+	// Lease is the worker-ID lease backend: "none" or "memory".
+	Lease string
+	// ClockOffset is the node's clock error at the start (wall minus true
+	// time).
+	ClockOffset time.Duration
+	// Line is the node's line.
+	Line int
+}
+
+// Lease backends a node may name.
+const (
+	LeaseNone   = "none"
+	LeaseMemory = "memory"
+)
+
+// Target is one generator variant to run the scenario against. Fields
+// other than Name and Use override the nodes' settings when set.
+type Target struct {
+	// Name is the row name in reports; unique within the scenario.
+	Name string
+	// Use is the registered target kind that runs the nodes (for example
+	// "wait", "bad-no-rewind-check"); it defaults to Name.
+	Use string
+	// Policy, when non-nil, replaces every node's policy.
+	Policy *generator.Policy
+	// MaxWait, MaxLead and Reserve replace the nodes' values when non-zero.
+	MaxWait, MaxLead, Reserve time.Duration
+	// Lease replaces every node's lease backend when non-empty.
+	Lease string
+	// Checkpoint, when non-nil, replaces every node's checkpoint setting.
+	Checkpoint *bool
+	// Line is the target's line.
+	Line int
+}
+
+// Apply returns the node with the target's overrides applied.
+func (t Target) Apply(n Node) Node {
+	if t.Policy != nil {
+		n.Policy = *t.Policy
+	}
+	if t.MaxWait != 0 {
+		n.MaxWait = t.MaxWait
+	}
+	if t.MaxLead != 0 {
+		n.MaxLead = t.MaxLead
+	}
+	if t.Reserve != 0 {
+		n.Reserve = t.Reserve
+	}
+	if t.Lease != "" {
+		n.Lease = t.Lease
+	}
+	if t.Checkpoint != nil {
+		n.Checkpoint = *t.Checkpoint
+	}
+	return n
+}
+
+// Load is an open-model request load: requests arrive on schedule whether
+// or not earlier ones were answered (except in "max" stages).
+type Load struct {
+	// PerNode is true when each stage's rate applies to every node; false
+	// when it is the total, spread over the running nodes.
+	PerNode bool
+	// Clients is the number of independent clients (arrival streams) per
+	// node (PerNode) or in total; each is one sequential stream.
+	Clients int
+	// Batch is the number of IDs each request asks for.
+	Batch int
+	// Stages run one after another from the start of the run.
+	Stages []Stage
+	// Line is the load's line.
+	Line int
+}
+
+// Stage is one load stage.
+type Stage struct {
+	// Rate is requests per second; ignored when Max.
+	Rate float64
+	// Max means as fast as possible: each client sends its next request
+	// as soon as the previous one is answered.
+	Max bool
+	// For is the stage's length.
+	For time.Duration
+	// Line is the stage's line.
+	Line int
+}
+
+// Simulation tunes how simulated mode samples the load. Around each
+// fault's hot points the full rate is simulated; elsewhere the rate is
+// capped so that a run stays within Budget requests.
+type Simulation struct {
+	// Budget is the number of requests a run aims to stay under; zero
+	// means DefaultBudget.
+	Budget int
+	// Hot is how long after each hot point the full rate runs; zero means
+	// DefaultHot.
+	Hot time.Duration
+	// Service is the simulated cost of one call in "max" stages; zero
+	// means DefaultService.
+	Service time.Duration
+	// Line is the section's line (0 when absent).
+	Line int
+}
+
+// Simulation defaults.
+const (
+	DefaultBudget  = 200_000
+	DefaultHot     = 2 * time.Second
+	DefaultService = 2 * time.Microsecond
+	// HotLead is how long before each hot point the full rate starts.
+	HotLead = 100 * time.Millisecond
+	// DefaultTail is how long a fault's observation window lasts after
+	// its effect ends, unless the fault sets observe.
+	DefaultTail = time.Second
+)
+
+// Kind is a fault kind.
+type Kind string
+
+// Fault kinds.
+const (
+	KindStep    Kind = "step"    // wall += by at once (negative: back)
+	KindFreeze  Kind = "freeze"  // wall stands still for `for`
+	KindLeap    Kind = "leap"    // wall steps back 1 s when it reaches start+at
+	KindSmear   Kind = "smear"   // wall moves by `by` linearly over `window`
+	KindSlew    Kind = "slew"    // wall moves by `by` at `ppm`
+	KindDrift   Kind = "drift"   // constant rate error of `ppm`
+	KindPause   Kind = "pause"   // VM pause: the node stands still for `for`
+	KindRestart Kind = "restart" // the node loses its memory and comes back
+	KindClone   Kind = "clone"   // a second node with the same worker ID starts
+	KindHandoff Kind = "handoff" // the worker ID moves to a host whose clock is behind
+	KindRevert  Kind = "revert"  // every clock fault removed
+)
+
+// Kinds lists every fault kind.
+func Kinds() []Kind {
+	return []Kind{KindStep, KindFreeze, KindLeap, KindSmear, KindSlew, KindDrift,
+		KindPause, KindRestart, KindClone, KindHandoff, KindRevert}
+}
+
+// ClockFault reports whether the kind acts on a node's clock (so the
+// target must let the harness control its clock).
+func (k Kind) ClockFault() bool {
+	switch k {
+	case KindStep, KindFreeze, KindLeap, KindSmear, KindSlew, KindDrift, KindPause, KindRevert:
+		return true
+	}
+	return false
+}
+
+// DefaultPPM is the slew rate when a slew names none (ntpd's limit).
+const DefaultPPM = 500
+
+// Fault is one timed fault.
+type Fault struct {
+	// Name identifies the fault in invariants ("during leap") and reports;
+	// it defaults to the kind, with -2, -3... for repeats.
+	Name string
+	// Kind is the fault kind.
+	Kind Kind
+	// At is the offset from the run's start.
+	At time.Duration
+	// Nodes are the names of the nodes it acts on, never empty.
+	Nodes []string
+	// All is true when the file said nodes: all.
+	All bool
+	// By is the clock change for step, smear and slew.
+	By time.Duration
+	// For is the length of a freeze or pause, a restart's down time, or a
+	// clone's lifetime (zero: until the end).
+	For time.Duration
+	// Window is a smear's length.
+	Window time.Duration
+	// PPM is the rate of a slew or drift, in parts per million.
+	PPM float64
+	// KeepCheckpoint is true unless a restart says keep_checkpoint: false.
+	KeepCheckpoint bool
+	// OffsetWhileDown steps the node's clock while a restart has it down.
+	OffsetWhileDown time.Duration
+	// Behind is how far the handoff host's clock is behind true time.
+	Behind time.Duration
+	// Gap is how long the worker ID is unowned during a handoff.
+	Gap time.Duration
+	// Observe is the length of the fault's observation window from At;
+	// zero means Span() plus DefaultTail.
+	Observe time.Duration
+	// Line is the fault's line.
+	Line int
+}
+
+// Span is how long the fault's effect lasts from At: the time a clock
+// needs to catch up after a step back, a freeze or pause, a smear window,
+// a slew's duration, a restart's down time, a handoff's gap plus the new
+// host's lag. Drift and a clone without `for` last until the end (the
+// remaining duration is passed in).
+func (f Fault) Span(remaining time.Duration) time.Duration {
+	switch f.Kind {
+	case KindStep:
+		if f.By < 0 {
+			return -f.By
+		}
+		return 0
+	case KindFreeze, KindPause:
+		if f.For == 0 {
+			return remaining
+		}
+		return f.For
+	case KindLeap:
+		return time.Second
+	case KindSmear:
+		return f.Window
+	case KindSlew:
+		return f.SlewDuration()
+	case KindDrift:
+		return remaining
+	case KindRestart:
+		d := f.For
+		if f.OffsetWhileDown < 0 {
+			d += -f.OffsetWhileDown
+		}
+		return d
+	case KindClone:
+		if f.For == 0 {
+			return remaining
+		}
+		return f.For
+	case KindHandoff:
+		d := f.Gap
+		if f.Behind > f.Gap {
+			d = f.Behind
+		}
+		return d
+	}
+	return 0
+}
+
+// SlewDuration is how long a slew of By at PPM takes.
+func (f Fault) SlewDuration() time.Duration {
+	ppm := f.PPM
+	if ppm == 0 {
+		ppm = DefaultPPM
+	}
+	by := f.By
+	if by < 0 {
+		by = -by
+	}
+	return time.Duration(float64(by) * 1e6 / ppm)
+}
+
+// Observed is the fault's observation window [start, end) as offsets from
+// the run's start, clipped to the run's duration: availability, gaps and
+// other figures "during" the fault are measured over it.
+func (f Fault) Observed(duration time.Duration) (start, end time.Duration) {
+	start = f.At
+	if f.Observe > 0 {
+		end = f.At + f.Observe
+	} else {
+		end = f.At + f.Span(duration-f.At) + DefaultTail
+	}
+	if end > duration {
+		end = duration
+	}
+	if end <= start {
+		end = start + 1
+	}
+	return start, end
+}
+
+// HotPoints are the offsets at which the fault changes something abruptly;
+// simulated mode runs the full load around each.
+func (f Fault) HotPoints(duration time.Duration) []time.Duration {
+	pts := []time.Duration{f.At}
+	if end := f.At + f.Span(duration-f.At); end != f.At && end < duration {
+		pts = append(pts, end)
+	}
+	return pts
+}
+
+// Expectation is a negative control: what the harness must catch a target
+// doing. The run passes for the target when every expression holds.
+type Expectation struct {
+	// Target is the target's name.
+	Target string
+	// Exprs must all hold.
+	Exprs []Expr
+	// Line is the expectation's line.
+	Line int
+}
+
+// ExpectationFor returns the expectation for the named target, if any.
+func (s *Scenario) ExpectationFor(target string) (Expectation, bool) {
+	for _, e := range s.Expect {
+		if e.Target == target {
+			return e, true
+		}
+	}
+	return Expectation{}, false
+}
+
+// Node returns the named node.
+func (s *Scenario) Node(name string) (Node, bool) {
+	for _, n := range s.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// FaultsNamed returns the faults an invariant's "during X" refers to: the
+// fault named X, or else every fault of kind X.
+func (s *Scenario) FaultsNamed(x string) []Fault {
+	for _, f := range s.Faults {
+		if f.Name == x {
+			return []Fault{f}
+		}
+	}
+	var out []Fault
+	for _, f := range s.Faults {
+		if string(f.Kind) == x {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ChecksFor returns the expressions that decide a target's verdict: the
+// scenario's invariants, except those on a metric (and window) the
+// target's expectation restates, followed by the expectation's
+// expressions (marked Expected).
+func (s *Scenario) ChecksFor(target string) []Expr {
+	exp, ok := s.ExpectationFor(target)
+	if !ok {
+		return append([]Expr(nil), s.Invariants...)
+	}
+	restated := map[string]bool{}
+	for _, e := range exp.Exprs {
+		restated[e.Subject()] = true
+	}
+	var out []Expr
+	for _, e := range s.Invariants {
+		if !restated[e.Subject()] {
+			out = append(out, e)
+		}
+	}
+	for _, e := range exp.Exprs {
+		e.Expected = true
+		out = append(out, e)
+	}
+	return out
+}
+
+// TimeOrder returns the faults sorted by At (stable, so file order breaks
+// ties).
+func (s *Scenario) TimeOrder() []Fault {
+	out := append([]Fault(nil), s.Faults...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	return out
+}
+
+// String returns "name (file)".
+func (s *Scenario) String() string {
+	if s.File == "" {
+		return s.Name
+	}
+	return fmt.Sprintf("%s (%s)", s.Name, s.File)
+}
+
+// Error is one problem in a scenario file, at a line. Key is the dotted
+// path of the offending key, for example "faults[2].by".
+type Error struct {
+	File   string
+	Line   int
+	Column int
+	Key    string
+	Msg    string
+}
+
+// Error returns "file:line: key: msg".
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteByte(':')
+	}
+	fmt.Fprintf(&b, "%d: ", e.Line)
+	if e.Key != "" {
+		b.WriteString(e.Key)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// ErrorList is every problem found in one file, in line order.
+type ErrorList []*Error
+
+// Error joins the problems, one a line.
+func (l ErrorList) Error() string {
+	parts := make([]string, len(l))
+	for i, e := range l {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Unwrap returns the problems, for errors.As.
+func (l ErrorList) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}
+
+// Err returns nil for an empty list, else the list sorted by line.
+func (l ErrorList) Err() error {
+	if len(l) == 0 {
+		return nil
+	}
+	sort.SliceStable(l, func(i, j int) bool { return l[i].Line < l[j].Line })
+	return l
+}
