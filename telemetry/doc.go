@@ -1,0 +1,24 @@
+// Package telemetry exports snowchaos's Prometheus metrics and connects the
+// generator's Observer to metrics and traces.
+//
+// Every component has its own collector and never touches the default
+// registry:
+//
+//   - GeneratorCollector: the snowflake_* generator series. Counters are read
+//     from Generator.Stats at scrape time, so an issued ID pays nothing
+//     extra; the rare events (rewinds, waits, refusals) arrive through
+//     NodeMetrics, the generator.Observer the collector hands out, which
+//     also puts them on spans (package tracing).
+//   - LeaseCollector: the snowflake_lease_* series, fed by a lease keeper
+//     through LeaseMetrics.
+//   - HarnessMetrics: the snowchaos_* series of a scenario run.
+//
+// NewRegistry returns a registry with the Go and process collectors for a
+// served endpoint; Serve and Handler expose it with OpenMetrics (needed for
+// exemplars). METRICS.md lists every series.
+//
+// Conventions: base units (seconds), _total on counters, every known label
+// value present from the start, and no IDs or unbounded values as labels:
+// worker IDs appear only on snowflake_worker_info, and the node label (only
+// when several generators share a collector) is bounded by Options.MaxNodes.
+package telemetry
