@@ -137,6 +137,16 @@ func TestHistories(t *testing.T) {
 			{at: 2 * s, note: "stands still", wall: 0, mono: 2 * s},
 			{at: 3 * s, wall: 1 * s, mono: 3 * s},
 		}},
+		{"smear with no window applies at once", []row{
+			{at: 1 * s, do: func(c *faults.Clock) { c.Smear(250*ms, 0) }, wall: 1250 * ms, mono: 1 * s},
+			{at: 2 * s, wall: 2250 * ms, mono: 2 * s},
+		}},
+		{"overlapping smears add up", []row{
+			{at: 0, do: func(c *faults.Clock) { c.Smear(1*s, 10*s) }, wall: 0, mono: 0},
+			{at: 5 * s, do: func(c *faults.Clock) { c.Smear(-1*s, 10*s) }, wall: 5500 * ms, mono: 5 * s},
+			{at: 10 * s, note: "first done, second half way", wall: 10*s + 1*s - 500*ms, mono: 10 * s},
+			{at: 15 * s, note: "both done", wall: 15 * s, mono: 15 * s},
+		}},
 		{"slew +5ms at the default 500ppm", []row{
 			{at: 0, do: func(c *faults.Clock) { c.Slew(5*ms, 0) }, wall: 0, mono: 0},
 			{at: 1 * s, wall: 1*s + 500*us, mono: 1 * s},
@@ -627,6 +637,60 @@ func TestSleepUsesBase(t *testing.T) {
 	case <-woke:
 	case <-time.After(10 * time.Second):
 		t.Fatal("sleeper did not wake at its deadline")
+	}
+}
+
+func TestBase(t *testing.T) {
+	base := faults.NewVirtual(t0, false)
+	if faults.New(base).Base() != base {
+		t.Fatal("Base is not the clock New wrapped")
+	}
+}
+
+func TestActiveDetails(t *testing.T) {
+	base := faults.NewVirtual(t0, false)
+	c := faults.New(base)
+	c.Smear(250*ms, 0)
+	c.Smear(-1*s, 10*s)
+	c.Slew(-2*ms, 1000)
+	c.Drift(12.5)
+	c.Leap(midnight.Add(time.Hour))
+	c.Pause(2 * s)
+	c.Freeze(0)
+	base.Advance(s)
+	got := c.Active()
+	var lines []string
+	for _, a := range got {
+		lines = append(lines, a.Kind+": "+a.Detail)
+	}
+	want := []string{
+		"freeze: wall held until Release (1s so far)",
+		"leap: scheduled at 2017-01-01T01:00:00Z",
+		"smear: finished: net +250ms over 1 smear(s)",
+		"smear: -100ms of -1s applied, over 10s",
+		"slew: running: -1ms of -2ms applied at 1000ppm",
+		"drift: 12.5ppm, accumulated +12.5µs",
+		"pause: wall and mono held for 2s (1s so far)",
+	}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("Active:\n got %q\nwant %q", lines, want)
+	}
+	base.Advance(s)
+	c.Release()
+	base.Advance(time.Minute)
+	lines = lines[:0]
+	for _, a := range c.Active() {
+		lines = append(lines, a.Kind+": "+a.Detail)
+	}
+	want = []string{
+		"leap: scheduled at 2017-01-01T01:00:00Z",
+		"smear: finished: net -750ms over 2 smear(s)",
+		"slew: finished: -2ms of -2ms applied at 1000ppm",
+		"drift: 12.5ppm, accumulated +775µs",
+		"pause: finished: mono lost 2s over 1 pause(s)",
+	}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("Active later:\n got %q\nwant %q", lines, want)
 	}
 }
 
