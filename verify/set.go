@@ -1,0 +1,227 @@
+package verify
+
+import (
+	"unsafe"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/snowchaos/snowchaos/generator"
+)
+
+// Set is an exact, streaming set of IDs: Add never reports a fresh ID as
+// a duplicate or a duplicate as fresh, for any 64-bit value, including
+// IDs from a different layout than the Set's.
+//
+// Internally an ID's bits are reordered to (node, time, sequence), a
+// bijection, so that the IDs of one node are close together, and the
+// result is stored in compressed bitmaps (roaring): one 32-bit bitmap per
+// node and 2^(TimeBits+SeqBits-32) span of its key space. A small
+// direct-mapped table remembers the bitmap each node last used and how far
+// it has got; an ID above that point (the usual case: a node's IDs grow)
+// is known fresh without a lookup and is buffered, then added in batches.
+//
+// Costs: about 5 bytes per ID when each node issues one ID per tick (many
+// nodes interleaved), far under one bit per ID when nodes issue at their
+// sequence limit, and some tens of nanoseconds per Add; see the package
+// benchmarks. A Set is not safe for concurrent use.
+type Set struct {
+	// permute is false when the layout's fields do not cover 63 bits; the
+	// key is then the ID itself (still exact, only less compact).
+	permute bool
+	seqBits, seqNode uint   // SeqBits; SeqBits+NodeBits
+	timeSeq          uint   // TimeBits+SeqBits: where the node goes in the key
+	seqMask, nodeMsk uint64 // masks of the sequence and node fields
+	slotShift        uint   // hi >> slotShift selects a slot (the node, when it fits)
+
+	slots []slot
+	dir   map[uint32]*roaring.Bitmap
+	n     uint64
+}
+
+// slot caches the bitmap one node (one value of hi) is writing to.
+type slot struct {
+	bm  *roaring.Bitmap // nil: empty slot
+	buf []uint32        // pending low halves, strictly increasing, all above the bitmap's content
+	max int64           // largest low half in bm or buf; -1 when both are empty
+	hi  uint32          // high half of the keys this slot serves
+}
+
+const (
+	// minSlots and maxSlots bound the direct-mapped table; it grows by
+	// four each time two nodes collide in it, so a Set that only ever sees
+	// one node stays small.
+	minSlots = 4
+	maxSlots = 1024
+	// bufCap is how many known-fresh values a slot holds before adding
+	// them to its bitmap in one batch.
+	bufCap = 64
+)
+
+// NewSet returns an empty Set keyed for the layout l (the zero Layout means
+// generator.DefaultLayout()). A layout whose fields do not sum to 63 bits
+// still gives an exact Set, keyed by the raw ID.
+func NewSet(l generator.Layout) *Set {
+	if l.TimeBits == 0 && l.NodeBits == 0 && l.SeqBits == 0 {
+		l = generator.DefaultLayout()
+	}
+	s := &Set{dir: make(map[uint32]*roaring.Bitmap), slots: make([]slot, minSlots)}
+	if l.TimeBits+l.NodeBits+l.SeqBits == 63 && l.TimeBits <= 63 && l.NodeBits <= 63 && l.SeqBits <= 63 {
+		s.permute = true
+		s.seqBits = l.SeqBits
+		s.seqNode = l.SeqBits + l.NodeBits
+		s.timeSeq = l.TimeBits + l.SeqBits
+		s.seqMask = 1<<l.SeqBits - 1
+		s.nodeMsk = 1<<l.NodeBits - 1
+		if s.timeSeq >= 32 {
+			s.slotShift = s.timeSeq - 32
+		}
+	}
+	for i := range s.slots {
+		s.slots[i].max = -1
+	}
+	return s
+}
+
+// key maps an ID to its storage key, a bijection on 64-bit values: the
+// sign bit stays, and the low 63 bits are reordered from (time, node, seq)
+// to (node, time, seq).
+func (s *Set) key(id generator.ID) uint64 {
+	u := uint64(id)
+	if !s.permute {
+		return u
+	}
+	sign := u & (1 << 63)
+	v := u &^ (1 << 63)
+	tick := v >> s.seqNode
+	node := (v >> s.seqBits) & s.nodeMsk
+	return sign | node<<s.timeSeq | tick<<s.seqBits | v&s.seqMask
+}
+
+// Add inserts id and reports whether it was absent (fresh); false means id
+// was added before: a duplicate.
+func (s *Set) Add(id generator.ID) (fresh bool) {
+	k := s.key(id)
+	hi, lo := uint32(k>>32), uint32(k)
+	sl := &s.slots[int(hi>>s.slotShift)&(len(s.slots)-1)]
+	if sl.bm == nil || sl.hi != hi {
+		sl = s.load(hi)
+	}
+	if int64(lo) > sl.max {
+		// Above everything this bitmap holds: fresh without looking.
+		sl.max = int64(lo)
+		if sl.buf == nil {
+			sl.buf = make([]uint32, 0, bufCap)
+		}
+		sl.buf = append(sl.buf, lo)
+		if len(sl.buf) == cap(sl.buf) {
+			flush(sl)
+		}
+		s.n++
+		return true
+	}
+	flush(sl)
+	if sl.bm.CheckedAdd(lo) {
+		s.n++
+		return true
+	}
+	return false
+}
+
+// Contains reports whether id is in the set. It may move buffered values
+// into the bitmaps, so it is no more concurrency-safe than Add.
+func (s *Set) Contains(id generator.ID) bool {
+	k := s.key(id)
+	hi, lo := uint32(k>>32), uint32(k)
+	sl := &s.slots[int(hi>>s.slotShift)&(len(s.slots)-1)]
+	if sl.bm != nil && sl.hi == hi {
+		if int64(lo) > sl.max {
+			return false
+		}
+		flush(sl)
+		return sl.bm.Contains(lo)
+	}
+	bm := s.dir[hi]
+	return bm != nil && bm.Contains(lo)
+}
+
+// Len returns the number of distinct IDs added.
+func (s *Set) Len() uint64 { return s.n }
+
+// load points a slot at the bitmap for hi, evicting what it held, and
+// returns it. When the evicted slot belonged to another node the table
+// grows (up to maxSlots), so interleaved nodes soon stop evicting each
+// other.
+func (s *Set) load(hi uint32) *slot {
+	sl := &s.slots[int(hi>>s.slotShift)&(len(s.slots)-1)]
+	if sl.bm != nil && sl.hi>>s.slotShift != hi>>s.slotShift && len(s.slots) < maxSlots {
+		s.grow()
+		sl = &s.slots[int(hi>>s.slotShift)&(len(s.slots)-1)]
+	}
+	if sl.bm != nil {
+		flush(sl)
+	}
+	bm := s.dir[hi]
+	if bm == nil {
+		bm = roaring.New()
+		s.dir[hi] = bm
+	}
+	sl.bm, sl.hi, sl.max = bm, hi, -1
+	if !bm.IsEmpty() {
+		sl.max = int64(bm.Maximum())
+	}
+	return sl
+}
+
+// grow flushes every slot and replaces the table with one four times the
+// size; slots refill lazily.
+func (s *Set) grow() {
+	for i := range s.slots {
+		if s.slots[i].bm != nil {
+			flush(&s.slots[i])
+		}
+	}
+	s.slots = make([]slot, min(len(s.slots)*4, maxSlots))
+	for i := range s.slots {
+		s.slots[i].max = -1
+	}
+}
+
+// flush adds a slot's buffered values to its bitmap.
+func flush(sl *slot) {
+	if len(sl.buf) > 0 {
+		sl.bm.AddMany(sl.buf)
+		sl.buf = sl.buf[:0]
+	}
+}
+
+// Per-structure overheads used by Bytes, from the roaring/v2 layout on a
+// 64-bit platform: a container costs a 2-byte key, a 16-byte interface and
+// a copy-on-write flag in its bitmap's slices (with append slack), plus its
+// own header; a bitmap costs its header plus a map entry.
+const (
+	containerSlotBytes = 24
+	arrayHeaderBytes   = 24
+	bitmapHeaderBytes  = 32
+	runHeaderBytes     = 32
+	bitmapOverhead     = 96
+)
+
+// Bytes estimates the heap memory the set holds: bitmap payloads plus the
+// bookkeeping around them, within about 10% of what runtime.MemStats shows
+// for the package benchmarks' streams. It walks every container, so it
+// costs time proportional to the set's size; call it for reports, not per
+// ID.
+func (s *Set) Bytes() uint64 {
+	b := uint64(unsafe.Sizeof(*s)) + uint64(len(s.slots))*uint64(unsafe.Sizeof(slot{}))
+	for i := range s.slots {
+		b += uint64(cap(s.slots[i].buf)) * 4
+	}
+	for _, bm := range s.dir {
+		st := bm.Stats()
+		b += bitmapOverhead + st.Containers*containerSlotBytes
+		// Array payloads grow by append: allow an eighth for spare capacity.
+		b += st.ArrayContainers*arrayHeaderBytes + st.ArrayContainerBytes + st.ArrayContainerBytes/8
+		b += st.BitmapContainers*bitmapHeaderBytes + st.BitmapContainerBytes
+		b += st.RunContainers*runHeaderBytes + st.RunContainerBytes
+	}
+	return b
+}
