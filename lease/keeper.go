@@ -1,0 +1,834 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/snowchaos/snowchaos/generator"
+)
+
+// Defaults of KeeperConfig.
+const (
+	DefaultTTL         = 10 * time.Second
+	DefaultMarginRate  = 0.1
+	DefaultMarginAbs   = 50 * time.Millisecond
+	DefaultMaxFailures = 3
+)
+
+// KeeperConfig configures a Keeper. Every field but Registry has a safe
+// zero value.
+type KeeperConfig struct {
+	// Registry is the lease store. Required.
+	Registry Registry
+	// Holder is the node's stable identity; zero: DefaultHolder().
+	Holder string
+	// Range is the set of worker IDs to lease from; zero ([0,0]):
+	// NodeRange(10), the default layout's node field.
+	Range Range
+	// Preferred is the worker ID to try after the holder's previous one.
+	Preferred int64
+	// TTL is the lease duration; renewals run every TTL/3. Zero: DefaultTTL.
+	TTL time.Duration
+	// Clock is the Keeper's time source; nil: generator.SystemClock(). The
+	// generator must read the same clock: pass Keeper.Clock() as
+	// generator.Settings.Clock.
+	Clock generator.Clock
+	// MarginRate is the fraction of the TTL kept as a safety margin for
+	// clock rate error between this node and the store; zero:
+	// DefaultMarginRate. Must lie in [0, 0.5).
+	MarginRate float64
+	// MarginAbs is an absolute safety margin on top of MarginRate; zero:
+	// DefaultMarginAbs, negative: none.
+	//
+	// The fence closes at monoWhenRenewalSent + TTL*(1-MarginRate) -
+	// MarginAbs unless a later renewal succeeded, so it closes before the
+	// store could let anyone else take the worker ID.
+	MarginAbs time.Duration
+	// MaxFailures is how many renewals in a row may fail before the fence
+	// closes early; zero: DefaultMaxFailures.
+	MaxFailures int
+	// CallTimeout bounds every store call (real time: it bounds network
+	// I/O); zero: TTL/6.
+	CallTimeout time.Duration
+	// RetryInterval is the pause before retrying a failed renewal or
+	// acquisition; zero: TTL/10.
+	RetryInterval time.Duration
+	// SkewBudget is added to the previous holder's last issued time by Load
+	// (the handoff guard), covering clock offset between nodes; zero: none.
+	SkewBudget time.Duration
+	// DisableHandoffGuard makes Load return 0, so a new holder starts at
+	// once whatever the previous holder issued. Only for negative controls.
+	DisableHandoffGuard bool
+	// PauseThreshold is how far the wall clock may jump ahead of the
+	// monotonic clock (compared with the last renewal) before the Keeper
+	// suspects a VM pause and closes the fence until a fresh renewal
+	// succeeds; zero: half the safety margin (TTL*MarginRate+MarginAbs)/2.
+	PauseThreshold time.Duration
+	// OnChange, if set, is called from the renewal goroutine on every state
+	// change. It must not block for long and must not call Release.
+	OnChange func(Event)
+}
+
+// State is the Keeper's view of its lease.
+type State int32
+
+// Keeper states.
+const (
+	// StateIdle: no lease acquired yet.
+	StateIdle State = iota
+	// StateHeld: a lease is held and the fence is open.
+	StateHeld
+	// StateRenewing: renewals are failing; the fence is still open within
+	// the safety margin.
+	StateRenewing
+	// StateLost: the fence is closed (renewals failed MaxFailures times,
+	// the margin was reached, a clock jump is being re-validated, or the
+	// store said the lease is lost); the Keeper keeps renewing or
+	// re-acquiring.
+	StateLost
+	// StateReleased: Release was called; the Keeper is done.
+	StateReleased
+)
+
+// String returns "idle", "held", "renewing", "lost" or "released".
+func (s State) String() string {
+	switch s {
+	case StateIdle:
+		return "idle"
+	case StateHeld:
+		return "held"
+	case StateRenewing:
+		return "renewing"
+	case StateLost:
+		return "lost"
+	case StateReleased:
+		return "released"
+	}
+	return fmt.Sprintf("state(%d)", int32(s))
+}
+
+// FenceReason says why the fence is closed.
+type FenceReason uint8
+
+// Reasons a Keeper refuses.
+const (
+	// ReasonNotAcquired: no lease has been acquired yet.
+	ReasonNotAcquired FenceReason = iota
+	// ReasonMarginReached: the lease's validity by the local monotonic
+	// clock, less the safety margin, ran out before a renewal succeeded.
+	ReasonMarginReached
+	// ReasonRenewFailures: MaxFailures renewals in a row failed.
+	ReasonRenewFailures
+	// ReasonLost: the store said the lease is lost.
+	ReasonLost
+	// ReasonChanged: the Keeper now holds a different lease (a new token,
+	// perhaps a new worker ID); the generator must be rebuilt on it after
+	// Rebind.
+	ReasonChanged
+	// ReasonReleased: the lease was released.
+	ReasonReleased
+	// ReasonClockJump: the wall clock jumped ahead of the monotonic clock
+	// (a suspected VM pause); issuing resumes after a fresh renewal.
+	ReasonClockJump
+)
+
+// String returns a short description, e.g. "renewals failing".
+func (r FenceReason) String() string {
+	switch r {
+	case ReasonNotAcquired:
+		return "no lease acquired"
+	case ReasonMarginReached:
+		return "lease validity margin reached"
+	case ReasonRenewFailures:
+		return "renewals failing"
+	case ReasonLost:
+		return "lease lost"
+	case ReasonChanged:
+		return "lease changed: rebuild the generator"
+	case ReasonReleased:
+		return "lease released"
+	case ReasonClockJump:
+		return "clock jumped ahead (suspected pause): re-validating lease"
+	}
+	return "unknown"
+}
+
+// FenceError is what Keeper.Check, Load and Save return while the fence is
+// closed. It wraps generator.ErrFenced and, when there is one, the store
+// error that caused it.
+type FenceError struct {
+	// Reason says why.
+	Reason FenceReason
+	// WorkerID is the worker ID of the lease concerned (-1 when none).
+	WorkerID int64
+	// Err is the cause (for example an ErrUnavailable or ErrLost error), or nil.
+	Err error
+}
+
+// Error returns e.g. "generator: fenced: worker 3: renewals failing: lease: store unavailable: ...".
+func (e *FenceError) Error() string {
+	s := fmt.Sprintf("%v: worker %d: %v", generator.ErrFenced, e.WorkerID, e.Reason)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns generator.ErrFenced and the cause.
+func (e *FenceError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{generator.ErrFenced}
+	}
+	return []error{generator.ErrFenced, e.Err}
+}
+
+// Event reports a change of the Keeper's state.
+type Event struct {
+	// State is the new state.
+	State State
+	// Lease is the current lease (zero when none).
+	Lease Lease
+	// Reason is why the fence closed (for StateLost).
+	Reason FenceReason
+	// Err is the store error behind the change, if any.
+	Err error
+	// Rebind is true when a new lease was acquired that the generator is
+	// not bound to: close the generator, call Rebind, and build a new one
+	// with Node = Lease.WorkerID.
+	Rebind bool
+}
+
+// KeeperStats are the Keeper's counters, for metrics. Reading them costs
+// a few atomic loads.
+type KeeperStats struct {
+	State        State
+	WorkerID     int64         // -1 when no lease is held
+	Token        int64         // fencing token of the current lease
+	LeasedUntil  time.Time     // store expiry of the current lease
+	ValidUntil   int64         // monotonic ns at which the fence closes (0 when closed)
+	Acquisitions uint64        // successful acquisitions
+	AcquireErrs  uint64        // failed acquisition attempts
+	RenewOK      uint64        // renewals by result: succeeded
+	RenewFailed  uint64        // failed (unavailable, timeout)
+	RenewLost    uint64        // the store said lost
+	Fenced       uint64        // times the fence was closed early (failures, lost, clock jump)
+	ClockJumps   uint64        // suspected pauses detected
+	HandoffWaits uint64        // Loads whose mark lay ahead of the wall clock
+	HandoffWait  time.Duration // the last such lead (how long the generator must wait)
+	MarkMs       int64         // mark to be written with the next renewal
+}
+
+type grant struct {
+	workerID, token int64
+	validUntil      atomic.Int64 // mono ns; math.MinInt64 when closed
+	mu              struct {
+		sync.Mutex
+		epoch  uint64 // bumped on each early close
+		reason FenceReason
+		err    error
+		lease  Lease
+	}
+}
+
+func (g *grant) leaseNow() Lease {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.mu.lease
+}
+
+// closeFence closes g for reason; it reports whether it was open.
+func (g *grant) closeFence(reason FenceReason, err error) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	was := g.validUntil.Load() != math.MinInt64
+	g.mu.epoch++
+	g.mu.reason, g.mu.err = reason, err
+	g.validUntil.Store(math.MinInt64)
+	return was
+}
+
+// Keeper holds one worker-ID lease for a node and fences its generator: it
+// implements generator.Fence (Check) and generator.Checkpointer (Load,
+// Save). Check costs three atomic loads and a compare.
+//
+// The generator is bound to one lease: the one Acquire or Start got, or
+// the one the last Rebind returned. If the Keeper loses its lease and
+// acquires another, Check refuses with ReasonChanged until the caller has
+// closed the old generator, called Rebind and built a new one.
+type Keeper struct {
+	cfg       KeeperConfig
+	clock     generator.Clock
+	validity  int64 // ns: TTL less the safety margin
+	interval  int64 // ns between renewals
+	retry     int64
+	threshold int64
+
+	cur, bound atomic.Pointer[grant]
+	mark       atomic.Int64
+	offset     atomic.Int64 // wall-mono at the last good renewal; noOffset when unset
+	force      atomic.Bool
+	state      atomic.Int32
+	wake       chan struct{}
+	stop       chan struct{}
+	stopOnce   sync.Once
+	loopDone   chan struct{}
+	running    atomic.Bool
+
+	tick struct { // serialises store calls
+		sync.Mutex
+		next     int64 // mono ns when the next renewal is due
+		failures int
+		released bool
+	}
+
+	nAcq, nAcqErr, nOK, nFail, nLost, nFenced, nJumps, nHandoff atomic.Uint64
+	handoffWait                                                 atomic.Int64
+}
+
+const noOffset = math.MinInt64
+
+// NewKeeper checks cfg and returns a Keeper holding no lease yet. Errors
+// wrap ErrInvalidConfig.
+func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
+	if cfg.Registry == nil {
+		return nil, fmt.Errorf("%w: no registry", ErrInvalidConfig)
+	}
+	if cfg.Holder == "" {
+		cfg.Holder = DefaultHolder()
+	}
+	if cfg.Range == (Range{}) {
+		cfg.Range = NodeRange(10)
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = generator.SystemClock()
+	}
+	if cfg.MarginRate == 0 {
+		cfg.MarginRate = DefaultMarginRate
+	}
+	switch {
+	case cfg.MarginAbs == 0:
+		cfg.MarginAbs = DefaultMarginAbs
+	case cfg.MarginAbs < 0:
+		cfg.MarginAbs = 0
+	}
+	if cfg.MaxFailures == 0 {
+		cfg.MaxFailures = DefaultMaxFailures
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = cfg.TTL / 6
+	}
+	if cfg.RetryInterval == 0 {
+		cfg.RetryInterval = cfg.TTL / 10
+	}
+	margin := time.Duration(float64(cfg.TTL)*cfg.MarginRate) + cfg.MarginAbs
+	if cfg.PauseThreshold == 0 {
+		cfg.PauseThreshold = margin / 2
+	}
+	req := Request{Holder: cfg.Holder, Range: cfg.Range, TTL: cfg.TTL, Preferred: cfg.Preferred}
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	switch {
+	case cfg.MarginRate < 0 || cfg.MarginRate >= 0.5:
+		return nil, fmt.Errorf("%w: margin rate %v outside [0, 0.5)", ErrInvalidConfig, cfg.MarginRate)
+	case cfg.MaxFailures < 0:
+		return nil, fmt.Errorf("%w: max failures %d", ErrInvalidConfig, cfg.MaxFailures)
+	case cfg.CallTimeout <= 0 || cfg.RetryInterval <= 0 || cfg.SkewBudget < 0 || cfg.PauseThreshold < 0:
+		return nil, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+	case cfg.TTL-margin <= cfg.TTL/3+cfg.CallTimeout:
+		return nil, fmt.Errorf("%w: ttl %v less margin %v leaves no room for a renewal every %v taking up to %v",
+			ErrInvalidConfig, cfg.TTL, margin, cfg.TTL/3, cfg.CallTimeout)
+	}
+	k := &Keeper{
+		cfg:       cfg,
+		clock:     cfg.Clock,
+		validity:  int64(cfg.TTL - margin),
+		interval:  int64(cfg.TTL / 3),
+		retry:     int64(cfg.RetryInterval),
+		threshold: int64(cfg.PauseThreshold),
+		wake:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		loopDone:  make(chan struct{}),
+	}
+	k.offset.Store(noOffset)
+	return k, nil
+}
+
+// Config returns the Keeper's configuration with defaults filled in.
+func (k *Keeper) Config() KeeperConfig { return k.cfg }
+
+// Check implements generator.Fence: nil while the bound lease is the
+// current one and mono is before its validity end; otherwise a
+// *FenceError wrapping generator.ErrFenced.
+func (k *Keeper) Check(mono int64) error {
+	g := k.bound.Load()
+	if g != nil && g == k.cur.Load() && mono < g.validUntil.Load() {
+		return nil
+	}
+	return k.fenceErr(g)
+}
+
+func (k *Keeper) fenceErr(g *grant) *FenceError {
+	if g == nil {
+		if k.State() == StateReleased {
+			return &FenceError{Reason: ReasonReleased, WorkerID: -1}
+		}
+		return &FenceError{Reason: ReasonNotAcquired, WorkerID: -1}
+	}
+	if c := k.cur.Load(); c != g {
+		if c == nil && k.State() == StateReleased {
+			return &FenceError{Reason: ReasonReleased, WorkerID: g.workerID}
+		}
+		if c == nil {
+			return &FenceError{Reason: ReasonLost, WorkerID: g.workerID}
+		}
+		return &FenceError{Reason: ReasonChanged, WorkerID: g.workerID}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.validUntil.Load() == math.MinInt64 {
+		return &FenceError{Reason: g.mu.reason, WorkerID: g.workerID, Err: g.mu.err}
+	}
+	return &FenceError{Reason: ReasonMarginReached, WorkerID: g.workerID}
+}
+
+// Load implements generator.Checkpointer: the bound lease's last issued
+// time as the previous holder left it, plus SkewBudget (0 when the worker
+// ID was never used or the guard is disabled), or this Keeper's own later
+// mark. The generator's start fence waits until its clock passes it.
+func (k *Keeper) Load() (int64, error) {
+	g := k.bound.Load()
+	if g == nil || g != k.cur.Load() {
+		return 0, k.fenceErr(g)
+	}
+	var mark int64
+	if l := g.leaseNow(); l.LastIssuedMs > 0 && !k.cfg.DisableHandoffGuard {
+		mark = l.LastIssuedMs + (k.cfg.SkewBudget + time.Millisecond - 1).Milliseconds()
+	}
+	mark = max(mark, k.mark.Load())
+	wall, _ := k.clock.Now()
+	if lead := mark*1e6 - wall; mark > 0 && lead > 0 {
+		k.nHandoff.Add(1)
+		k.handoffWait.Store(lead)
+	}
+	return mark, nil
+}
+
+// Save implements generator.Checkpointer: it records mark to be written
+// to the store with the next renewal and on Release. It does no I/O; it
+// fails with a *FenceError when the generator is not bound to the current
+// lease.
+func (k *Keeper) Save(mark int64) error {
+	g := k.bound.Load()
+	if g == nil || g != k.cur.Load() {
+		return k.fenceErr(g)
+	}
+	for {
+		old := k.mark.Load()
+		if mark <= old || k.mark.CompareAndSwap(old, mark) {
+			return nil
+		}
+	}
+}
+
+// Clock returns the Keeper's clock wrapped so that every reading also
+// checks for a suspected VM pause (the wall clock jumping ahead of the
+// monotonic clock by more than PauseThreshold since the last renewal),
+// closing the fence before the generator can use that reading. Pass it as
+// generator.Settings.Clock. It costs one atomic load per reading.
+func (k *Keeper) Clock() generator.Clock { return keeperClock{k} }
+
+type keeperClock struct{ k *Keeper }
+
+func (c keeperClock) Now() (wall, mono int64) {
+	wall, mono = c.k.clock.Now()
+	c.k.observe(wall, mono)
+	return wall, mono
+}
+
+func (c keeperClock) Sleep(d time.Duration) { c.k.clock.Sleep(d) }
+
+// observe closes the fence when wall-mono moved ahead by more than the
+// threshold since the last good renewal.
+func (k *Keeper) observe(wall, mono int64) {
+	base := k.offset.Load()
+	if base == noOffset || (wall-mono)-base <= k.threshold {
+		return
+	}
+	if !k.offset.CompareAndSwap(base, noOffset) {
+		return
+	}
+	k.nJumps.Add(1)
+	if g := k.cur.Load(); g != nil && g.closeFence(ReasonClockJump, nil) {
+		k.nFenced.Add(1)
+	}
+	k.force.Store(true)
+	k.poke()
+}
+
+func (k *Keeper) poke() {
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Rebind binds the generator to the current lease and returns it; call it
+// after closing the generator built on the previous lease, then build the
+// new one with Node = Lease.WorkerID. It fails with a *FenceError when no
+// lease is held.
+func (k *Keeper) Rebind() (Lease, error) {
+	g := k.cur.Load()
+	if g == nil {
+		return Lease{}, k.fenceErr(k.bound.Load())
+	}
+	if k.bound.Swap(g) != g {
+		k.mark.Store(0)
+	}
+	return g.leaseNow(), nil
+}
+
+// Lease returns the current lease, and false when none is held.
+func (k *Keeper) Lease() (Lease, bool) {
+	g := k.cur.Load()
+	if g == nil {
+		return Lease{}, false
+	}
+	return g.leaseNow(), true
+}
+
+// State returns the Keeper's state, reading the clock to report a lease
+// whose validity margin has run out as StateLost.
+func (k *Keeper) State() State {
+	s := State(k.state.Load())
+	if s == StateHeld || s == StateRenewing {
+		if g := k.cur.Load(); g != nil {
+			if _, mono := k.clock.Now(); mono >= g.validUntil.Load() {
+				return StateLost
+			}
+		}
+	}
+	return s
+}
+
+// Stats returns the Keeper's counters.
+func (k *Keeper) Stats() KeeperStats {
+	s := KeeperStats{
+		State:        k.State(),
+		WorkerID:     -1,
+		Acquisitions: k.nAcq.Load(),
+		AcquireErrs:  k.nAcqErr.Load(),
+		RenewOK:      k.nOK.Load(),
+		RenewFailed:  k.nFail.Load(),
+		RenewLost:    k.nLost.Load(),
+		Fenced:       k.nFenced.Load(),
+		ClockJumps:   k.nJumps.Load(),
+		HandoffWaits: k.nHandoff.Load(),
+		HandoffWait:  time.Duration(k.handoffWait.Load()),
+		MarkMs:       k.mark.Load(),
+	}
+	if g := k.cur.Load(); g != nil {
+		l := g.leaseNow()
+		s.WorkerID, s.Token, s.LeasedUntil = l.WorkerID, l.Token, l.LeasedUntil
+		if v := g.validUntil.Load(); v != math.MinInt64 {
+			s.ValidUntil = v
+		}
+	}
+	return s
+}
+
+func (k *Keeper) request() Request {
+	return Request{Holder: k.cfg.Holder, Range: k.cfg.Range, TTL: k.cfg.TTL, Preferred: k.cfg.Preferred}
+}
+
+// Acquire acquires the first lease, retrying unavailability every
+// RetryInterval until ctx is done, and binds the generator to it. It fails
+// at once on ErrAllTaken or ErrInvalidRequest. It starts no goroutine:
+// call Run (or Tick, in simulation) to keep the lease.
+func (k *Keeper) Acquire(ctx context.Context) (Lease, error) {
+	for {
+		k.tick.Lock()
+		if k.tick.released {
+			k.tick.Unlock()
+			return Lease{}, ErrReleased
+		}
+		if g := k.cur.Load(); g != nil {
+			k.tick.Unlock()
+			return k.Rebind()
+		}
+		ev, err := k.acquireLocked(ctx)
+		k.tick.Unlock()
+		if err == nil {
+			l, _ := k.Rebind()
+			ev.Rebind = false
+			k.emit(*ev)
+			return l, nil
+		}
+		if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+			return Lease{}, err
+		}
+		if !k.sleep(ctx, time.Duration(k.retry)) {
+			return Lease{}, fmt.Errorf("%w: %w", err, ctx.Err())
+		}
+	}
+}
+
+// Start acquires the first lease (as Acquire) and then keeps it in a
+// goroutine (as Run) until ctx is done or Release is called.
+func (k *Keeper) Start(ctx context.Context) (Lease, error) {
+	l, err := k.Acquire(ctx)
+	if err != nil {
+		return Lease{}, err
+	}
+	go k.Run(ctx) //nolint:errcheck // the loop's end shows in State
+	return l, nil
+}
+
+// Run keeps the lease: it renews every TTL/3, re-validates after a
+// suspected pause, and re-acquires after a loss, sleeping on the Keeper's
+// clock in between. It returns ctx.Err() when ctx is done, or ErrReleased
+// after Release. Only one Run may be active.
+func (k *Keeper) Run(ctx context.Context) error {
+	if !k.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: Run called twice", ErrInvalidConfig)
+	}
+	defer close(k.loopDone)
+	for {
+		wait := k.Tick(ctx)
+		if wait < 0 {
+			return ErrReleased
+		}
+		if !k.sleep(ctx, wait) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return ErrReleased
+		}
+	}
+}
+
+// sleep waits d on the Keeper's clock, returning early (true) on a poke,
+// and false when ctx is done or the Keeper stops. The sleeping goroutine
+// may outlive an early return by at most d.
+func (k *Keeper) sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-k.stop:
+		return false
+	default:
+	}
+	if d <= 0 {
+		return true
+	}
+	done := make(chan struct{})
+	go func() {
+		k.clock.Sleep(d)
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-k.wake:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-k.stop:
+		return false
+	}
+}
+
+// Tick does whatever is due now (acquire, renew, re-validate) and returns
+// how long until it is next due; negative after Release. Run calls it in
+// a loop; a simulation may call it directly instead.
+func (k *Keeper) Tick(ctx context.Context) time.Duration {
+	k.tick.Lock()
+	if k.tick.released {
+		k.tick.Unlock()
+		return -1
+	}
+	wait, ev := k.tickLocked(ctx)
+	k.tick.Unlock()
+	if ev != nil {
+		k.emit(*ev)
+	}
+	return wait
+}
+
+func (k *Keeper) emit(ev Event) {
+	if k.cfg.OnChange != nil {
+		k.cfg.OnChange(ev)
+	}
+}
+
+func (k *Keeper) setState(s State) bool { return State(k.state.Swap(int32(s))) != s }
+
+func (k *Keeper) tickLocked(ctx context.Context) (time.Duration, *Event) {
+	wall, mono := k.clock.Now()
+	k.observe(wall, mono)
+	g := k.cur.Load()
+	if g == nil {
+		ev, err := k.acquireLocked(ctx)
+		if err != nil {
+			return time.Duration(k.retry), ev
+		}
+		return time.Duration(k.interval), ev
+	}
+	forced := k.force.Swap(false)
+	if !forced && mono < k.tick.next {
+		var ev *Event
+		// The validity margin may run out between ticks while renewals
+		// fail: report it once.
+		v := g.validUntil.Load()
+		if mono >= v && State(k.state.Load()) == StateRenewing {
+			k.setState(StateLost)
+			ev = &Event{State: StateLost, Lease: g.leaseNow(), Reason: ReasonMarginReached}
+		}
+		wait := k.tick.next - mono
+		if v > mono && v-mono < wait {
+			wait = v - mono
+		}
+		return time.Duration(wait), ev
+	}
+	return k.renewLocked(ctx, g)
+}
+
+// renewLocked renews g once.
+func (k *Keeper) renewLocked(ctx context.Context, g *grant) (time.Duration, *Event) {
+	g.mu.Lock()
+	epoch := g.mu.epoch
+	l := g.mu.lease
+	g.mu.Unlock()
+	wall, sent := k.clock.Now()
+	cctx, cancel := context.WithTimeout(ctx, k.cfg.CallTimeout)
+	nl, err := k.cfg.Registry.Renew(cctx, l, k.mark.Load())
+	cancel()
+	switch {
+	case err == nil:
+		k.nOK.Add(1)
+		k.tick.failures = 0
+		g.mu.Lock()
+		g.mu.lease = nl
+		reopened := g.mu.epoch == epoch
+		if reopened {
+			g.validUntil.Store(sent + k.validity)
+			g.mu.err = nil
+			k.offset.Store(wall - sent)
+		}
+		g.mu.Unlock()
+		if !reopened { // closed meanwhile (clock jump): renew again at once
+			k.force.Store(true)
+			return 0, nil
+		}
+		k.tick.next = sent + k.interval
+		if k.setState(StateHeld) {
+			return time.Duration(k.interval), &Event{State: StateHeld, Lease: nl}
+		}
+		return time.Duration(k.interval), nil
+	case errors.Is(err, ErrLost):
+		k.nLost.Add(1)
+		if g.closeFence(ReasonLost, err) {
+			k.nFenced.Add(1)
+		}
+		k.cur.Store(nil)
+		k.offset.Store(noOffset)
+		k.setState(StateLost)
+		k.tick.failures = 0
+		// Try to acquire a new lease at once; report the loss if that fails.
+		ev, aerr := k.acquireLocked(ctx)
+		if aerr != nil {
+			return time.Duration(k.retry), &Event{State: StateLost, Lease: l, Reason: ReasonLost, Err: err}
+		}
+		return time.Duration(k.interval), ev
+	default:
+		k.nFail.Add(1)
+		k.tick.failures++
+		k.tick.next = sent + k.retry
+		if k.tick.failures >= k.cfg.MaxFailures {
+			if g.closeFence(ReasonRenewFailures, err) {
+				k.nFenced.Add(1)
+			}
+			if k.setState(StateLost) {
+				return time.Duration(k.retry), &Event{State: StateLost, Lease: l, Reason: ReasonRenewFailures, Err: err}
+			}
+			return time.Duration(k.retry), nil
+		}
+		if k.setState(StateRenewing) {
+			return time.Duration(k.retry), &Event{State: StateRenewing, Lease: l, Err: err}
+		}
+		return time.Duration(k.retry), nil
+	}
+}
+
+// acquireLocked asks the store for a new lease and makes it current.
+func (k *Keeper) acquireLocked(ctx context.Context) (*Event, error) {
+	wall, sent := k.clock.Now()
+	cctx, cancel := context.WithTimeout(ctx, k.cfg.CallTimeout)
+	l, err := k.cfg.Registry.Acquire(cctx, k.request())
+	cancel()
+	if err != nil {
+		k.nAcqErr.Add(1)
+		if k.bound.Load() != nil && k.setState(StateLost) {
+			return &Event{State: StateLost, Reason: ReasonLost, Err: err}, err
+		}
+		return nil, err
+	}
+	k.nAcq.Add(1)
+	g := &grant{workerID: l.WorkerID, token: l.Token}
+	g.mu.lease = l
+	g.validUntil.Store(sent + k.validity)
+	k.offset.Store(wall - sent)
+	k.tick.next = sent + k.interval
+	k.tick.failures = 0
+	k.cur.Store(g)
+	k.setState(StateHeld)
+	first := k.bound.CompareAndSwap(nil, g)
+	return &Event{State: StateHeld, Lease: l, Rebind: !first}, nil
+}
+
+// Release stops the renewal goroutine, closes the fence, and releases the
+// lease in the store, writing the last mark given to Save (close the
+// generator first so that its final mark is included). Later Checks fail
+// with ReasonReleased. It returns the store's error, if any (ErrLost when
+// the lease had already been lost).
+func (k *Keeper) Release(ctx context.Context) error {
+	k.stopOnce.Do(func() { close(k.stop) })
+	if k.running.Load() {
+		<-k.loopDone
+	}
+	k.tick.Lock()
+	if k.tick.released {
+		k.tick.Unlock()
+		return nil
+	}
+	k.tick.released = true
+	g := k.cur.Load()
+	k.state.Store(int32(StateReleased))
+	if g == nil {
+		k.tick.Unlock()
+		return nil
+	}
+	g.closeFence(ReasonReleased, nil)
+	k.cur.Store(nil)
+	k.offset.Store(noOffset)
+	cctx, cancel := context.WithTimeout(ctx, k.cfg.CallTimeout)
+	l := g.leaseNow()
+	err := k.cfg.Registry.Release(cctx, l, k.mark.Load())
+	cancel()
+	k.tick.Unlock()
+	k.emit(Event{State: StateReleased, Lease: l, Reason: ReasonReleased, Err: err})
+	return err
+}
+
+var (
+	_ generator.Fence        = (*Keeper)(nil)
+	_ generator.Checkpointer = (*Keeper)(nil)
+)

@@ -1,0 +1,414 @@
+// Package leasetest is the conformance suite every lease.Registry passes
+// unchanged (memory, Postgres, etcd), plus a manual clock for tests.
+package leasetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snowchaos/snowchaos/lease"
+)
+
+// Backend is one fresh, empty registry under test.
+type Backend struct {
+	// Registry is the registry, in a namespace of its own (cleaned up by
+	// the harness with t.Cleanup).
+	Registry lease.Registry
+	// Advance moves the store's time forward by d; nil when the store runs
+	// on real time (the suite then waits, polling).
+	Advance func(d time.Duration)
+}
+
+// Harness describes a backend to the suite.
+type Harness struct {
+	// New returns a fresh backend for one subtest.
+	New func(t *testing.T) Backend
+	// TTL is a lease duration the backend honours exactly enough for
+	// expiry tests and short enough to wait out in real time (a few
+	// seconds at most); leases that must not expire use 100*TTL.
+	TTL time.Duration
+}
+
+// Run runs the conformance suite as subtests of t.
+func Run(t *testing.T, h Harness) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h Harness, b Backend)
+	}{
+		{"AcquireRenewRelease", testAcquireRenewRelease},
+		{"InvalidRequests", testInvalid},
+		{"SameHolderGetsItsIDBack", testSameHolder},
+		{"LiveCloneGetsAnotherID", testClone},
+		{"Preferred", testPreferred},
+		{"DistinctHoldersAndAllTaken", testAllTaken},
+		{"ExpiredTakenWithHigherToken", testExpiry},
+		{"LastIssuedCarriedAcrossRelease", testLastIssued},
+		{"ForgedLeaseIsLost", testForged},
+		{"ConcurrentAcquirersNeverShare", testConcurrent},
+		{"List", testList},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, h, h.New(t))
+		})
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func req(holder string, r lease.Range, ttl time.Duration) lease.Request {
+	return lease.Request{Holder: holder, Range: r, TTL: ttl, Preferred: -1}
+}
+
+func mustAcquire(t *testing.T, reg lease.Registry, rq lease.Request) lease.Lease {
+	t.Helper()
+	l, err := reg.Acquire(ctxT(t), rq)
+	if err != nil {
+		t.Fatalf("Acquire(%s, %v): %v", rq.Holder, rq.Range, err)
+	}
+	if l.Holder != rq.Holder || !rq.Range.Contains(l.WorkerID) || l.Token <= 0 {
+		t.Fatalf("Acquire(%s, %v) = %+v: wrong holder, worker out of range or token <= 0", rq.Holder, rq.Range, l)
+	}
+	return l
+}
+
+func testAcquireRenewRelease(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	r := lease.Range{Min: 3, Max: 6}
+	l := mustAcquire(t, reg, req("node-a", r, long))
+	if l.WorkerID != 3 {
+		t.Errorf("first acquire on an empty store got worker %d, want the first free (3)", l.WorkerID)
+	}
+	if l.LastIssuedMs != 0 {
+		t.Errorf("fresh worker has LastIssuedMs %d, want 0", l.LastIssuedMs)
+	}
+	if l.TTL < long {
+		t.Errorf("lease TTL %v shorter than requested %v", l.TTL, long)
+	}
+	r2, err := reg.Renew(ctxT(t), l, 42)
+	if err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	if r2.WorkerID != l.WorkerID || r2.Token != l.Token || r2.Holder != l.Holder {
+		t.Errorf("Renew changed identity: %+v -> %+v", l, r2)
+	}
+	if r2.LeasedUntil.Before(l.LeasedUntil) {
+		t.Errorf("Renew moved expiry back: %v -> %v", l.LeasedUntil, r2.LeasedUntil)
+	}
+	if err := reg.Release(ctxT(t), r2, 43); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := reg.Release(ctxT(t), r2, 44); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("second Release: %v, want ErrLost", err)
+	}
+	if _, err := reg.Renew(ctxT(t), r2, 45); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Renew after Release: %v, want ErrLost", err)
+	}
+}
+
+func testInvalid(t *testing.T, h Harness, b Backend) {
+	for _, rq := range []lease.Request{
+		{Holder: "", Range: lease.Range{Max: 3}, TTL: h.TTL},
+		{Holder: "x", Range: lease.Range{Min: 4, Max: 3}, TTL: h.TTL},
+		{Holder: "x", Range: lease.Range{Min: -1, Max: 3}, TTL: h.TTL},
+		{Holder: "x", Range: lease.Range{Max: lease.MaxWorkerID + 1}, TTL: h.TTL},
+		{Holder: "x", Range: lease.Range{Max: 3}, TTL: 0},
+		{Holder: strings.Repeat("h", lease.MaxHolderLen+1), Range: lease.Range{Max: 3}, TTL: h.TTL},
+	} {
+		if _, err := b.Registry.Acquire(ctxT(t), rq); !errors.Is(err, lease.ErrInvalidRequest) {
+			t.Errorf("Acquire(%+v): %v, want ErrInvalidRequest", rq, err)
+		}
+	}
+}
+
+func testSameHolder(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	r := lease.Range{Min: 0, Max: 7}
+	a := mustAcquire(t, reg, req("node-a", r, long))
+	bb := mustAcquire(t, reg, req("node-b", r, long))
+	if a.WorkerID == bb.WorkerID {
+		t.Fatalf("two holders share worker %d", a.WorkerID)
+	}
+	for _, l := range []lease.Lease{a, bb} {
+		if err := reg.Release(ctxT(t), l, 0); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+	}
+	// A newcomer takes a never-used worker ID, not one that was released.
+	c := mustAcquire(t, reg, req("node-c", r, long))
+	if c.WorkerID == a.WorkerID || c.WorkerID == bb.WorkerID {
+		t.Errorf("newcomer took released worker %d while never-used ones were free", c.WorkerID)
+	}
+	// Restarting nodes get their own worker IDs back, even when preferring another.
+	rb := req("node-b", r, long)
+	rb.Preferred = a.WorkerID
+	b2 := mustAcquire(t, reg, rb)
+	a2 := mustAcquire(t, reg, req("node-a", r, long))
+	if a2.WorkerID != a.WorkerID || b2.WorkerID != bb.WorkerID {
+		t.Errorf("restart got workers a=%d b=%d, want their own a=%d b=%d", a2.WorkerID, b2.WorkerID, a.WorkerID, bb.WorkerID)
+	}
+	if a2.Token <= a.Token {
+		t.Errorf("re-acquired token %d not above previous %d", a2.Token, a.Token)
+	}
+}
+
+func testClone(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	r := lease.Range{Min: 0, Max: 3}
+	a := mustAcquire(t, reg, req("node-a", r, long))
+	clone := mustAcquire(t, reg, req("node-a", r, long))
+	if clone.WorkerID == a.WorkerID {
+		t.Fatalf("a second process with the same identity took over live worker %d", a.WorkerID)
+	}
+	if _, err := reg.Renew(ctxT(t), a, 1); err != nil {
+		t.Errorf("the original lost its lease to a clone: %v", err)
+	}
+}
+
+func testPreferred(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	r := lease.Range{Min: 10, Max: 20}
+	rq := req("node-p", r, long)
+	rq.Preferred = 17
+	if l := mustAcquire(t, reg, rq); l.WorkerID != 17 {
+		t.Errorf("preferred 17, got %d", l.WorkerID)
+	}
+	rq = req("node-q", r, long)
+	rq.Preferred = 17 // taken: falls back to the first free
+	if l := mustAcquire(t, reg, rq); l.WorkerID != 10 {
+		t.Errorf("preferred 17 (taken), got %d, want first free 10", l.WorkerID)
+	}
+	rq = req("node-r", r, long)
+	rq.Preferred = 99 // out of range: ignored
+	if l := mustAcquire(t, reg, rq); l.WorkerID != 11 {
+		t.Errorf("preferred 99 (out of range), got %d, want 11", l.WorkerID)
+	}
+}
+
+func testAllTaken(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	r := lease.Range{Min: 4, Max: 7}
+	seen := map[int64]string{}
+	for i := range 4 {
+		holder := fmt.Sprintf("node-%d", i)
+		l := mustAcquire(t, reg, req(holder, r, long))
+		if prev, dup := seen[l.WorkerID]; dup {
+			t.Fatalf("%s and %s share worker %d", prev, holder, l.WorkerID)
+		}
+		seen[l.WorkerID] = holder
+	}
+	_, err := reg.Acquire(ctxT(t), req("node-late", r, long))
+	if !errors.Is(err, lease.ErrAllTaken) {
+		t.Fatalf("fifth acquire on 4 workers: %v, want ErrAllTaken", err)
+	}
+	var ate *lease.AllTakenError
+	if !errors.As(err, &ate) {
+		t.Fatalf("error %v is not an *AllTakenError", err)
+	}
+	if ate.Range != r || len(ate.Holders) != 4 {
+		t.Errorf("AllTakenError range %v holders %d, want %v and 4", ate.Range, len(ate.Holders), r)
+	}
+	msg := err.Error()
+	for id, holder := range seen {
+		if !strings.Contains(msg, fmt.Sprintf("%d=%s", id, holder)) {
+			t.Errorf("error %q does not name %d=%s", msg, id, holder)
+		}
+	}
+	if !strings.Contains(msg, r.String()) {
+		t.Errorf("error %q does not name the range %v", msg, r)
+	}
+}
+
+// eventually polls cond until it holds, advancing store time by step per
+// attempt (or waiting in real time), within a generous deadline.
+func eventually(t *testing.T, b Backend, step time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30*step + 20*time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		if b.Advance != nil {
+			b.Advance(step)
+		} else {
+			time.Sleep(step / 10)
+		}
+	}
+}
+
+func testExpiry(t *testing.T, h Harness, b Backend) {
+	reg := b.Registry
+	r := lease.Range{Min: 9, Max: 9}
+	a := mustAcquire(t, reg, req("node-a", r, h.TTL))
+	if _, err := reg.Renew(ctxT(t), a, 1234); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	var got lease.Lease
+	eventually(t, b, h.TTL/4, "node-b to take the expired worker", func() bool {
+		l, err := reg.Acquire(ctxT(t), req("node-b", r, 100*h.TTL))
+		switch {
+		case err == nil:
+			got = l
+			return true
+		case errors.Is(err, lease.ErrAllTaken):
+			return false
+		}
+		t.Fatalf("Acquire: %v", err)
+		return false
+	})
+	if got.WorkerID != 9 || got.Token <= a.Token {
+		t.Errorf("takeover got worker %d token %d, want 9 with token above %d", got.WorkerID, got.Token, a.Token)
+	}
+	if got.LastIssuedMs != 1234 {
+		t.Errorf("takeover LastIssuedMs %d, want 1234 carried across expiry", got.LastIssuedMs)
+	}
+	if _, err := reg.Renew(ctxT(t), a, 2000); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Renew of the expired lease: %v, want ErrLost", err)
+	}
+	if err := reg.Release(ctxT(t), a, 2000); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Release of the expired lease: %v, want ErrLost", err)
+	}
+	if _, err := reg.Renew(ctxT(t), got, 1); err != nil {
+		t.Errorf("the new holder lost its lease: %v", err)
+	}
+	ls, err := reg.List(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ls {
+		if l.WorkerID == 9 && l.LastIssuedMs != 1234 {
+			t.Errorf("a lost holder's Renew/Release changed LastIssuedMs to %d", l.LastIssuedMs)
+		}
+	}
+}
+
+func testLastIssued(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	r := lease.Range{Min: 2, Max: 2}
+	a := mustAcquire(t, reg, req("node-a", r, long))
+	if _, err := reg.Renew(ctxT(t), a, 5000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Renew(ctxT(t), a, 4000); err != nil { // never moves back
+		t.Fatal(err)
+	}
+	if err := reg.Release(ctxT(t), a, 4500); err != nil {
+		t.Fatal(err)
+	}
+	c := mustAcquire(t, reg, req("node-c", r, long))
+	if c.LastIssuedMs != 5000 {
+		t.Errorf("next holder LastIssuedMs %d, want 5000 (the maximum recorded)", c.LastIssuedMs)
+	}
+	if err := reg.Release(ctxT(t), c, 7000); err != nil {
+		t.Fatal(err)
+	}
+	a2 := mustAcquire(t, reg, req("node-a", r, long))
+	if a2.LastIssuedMs != 7000 {
+		t.Errorf("after release with 7000, LastIssuedMs %d", a2.LastIssuedMs)
+	}
+}
+
+func testForged(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	r := lease.Range{Min: 0, Max: 1}
+	a := mustAcquire(t, reg, req("node-a", r, long))
+	for _, f := range []lease.Lease{
+		func() lease.Lease { l := a; l.Token++; return l }(),
+		func() lease.Lease { l := a; l.Holder = "node-x"; return l }(),
+		func() lease.Lease { l := a; l.WorkerID = 1; return l }(),
+	} {
+		if _, err := reg.Renew(ctxT(t), f, 1); !errors.Is(err, lease.ErrLost) {
+			t.Errorf("Renew(%+v): %v, want ErrLost", f, err)
+		}
+		if err := reg.Release(ctxT(t), f, 1); !errors.Is(err, lease.ErrLost) {
+			t.Errorf("Release(%+v): %v, want ErrLost", f, err)
+		}
+	}
+	if _, err := reg.Renew(ctxT(t), a, 1); err != nil {
+		t.Errorf("real lease lost after forged calls: %v", err)
+	}
+}
+
+func testConcurrent(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	r := lease.Range{Min: 0, Max: 15}
+	const n = 32
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		got   = map[int64]string{}
+		taken int
+		start = make(chan struct{})
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			holder := fmt.Sprintf("racer-%02d", i)
+			<-start
+			l, err := reg.Acquire(ctxT(t), req(holder, r, long))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				if prev, dup := got[l.WorkerID]; dup {
+					t.Errorf("%s and %s share worker %d", prev, holder, l.WorkerID)
+				}
+				got[l.WorkerID] = holder
+			case errors.Is(err, lease.ErrAllTaken):
+				taken++
+			default:
+				t.Errorf("%s: %v", holder, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(got) != 16 || taken != n-16 {
+		t.Errorf("%d acquired, %d all-taken; want 16 and %d", len(got), taken, n-16)
+	}
+}
+
+func testList(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	r := lease.Range{Min: 0, Max: 3}
+	a := mustAcquire(t, reg, req("node-a", r, long))
+	bb := mustAcquire(t, reg, req("node-b", r, long))
+	if err := reg.Release(ctxT(t), bb, 777); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := reg.List(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[int64]lease.Lease{}
+	for i, l := range ls {
+		if i > 0 && ls[i-1].WorkerID >= l.WorkerID {
+			t.Errorf("List not ordered by worker ID: %v", ls)
+		}
+		byID[l.WorkerID] = l
+	}
+	la, ok := byID[a.WorkerID]
+	if !ok || la.Holder != "node-a" || la.Token != a.Token {
+		t.Errorf("List entry for worker %d = %+v, want holder node-a token %d", a.WorkerID, la, a.Token)
+	}
+	lb, ok := byID[bb.WorkerID]
+	if !ok || lb.Holder != "node-b" || lb.LastIssuedMs != 777 {
+		t.Errorf("List entry for released worker %d = %+v, want holder node-b last issued 777", bb.WorkerID, lb)
+	}
+	if !la.LeasedUntil.After(lb.LeasedUntil) || lb.ExpiredAt(la.LeasedUntil) != true || la.ExpiredAt(lb.LeasedUntil) {
+		t.Errorf("held lease expiry %v not after released lease expiry %v", la.LeasedUntil, lb.LeasedUntil)
+	}
+	if d := la.LeasedUntil.Sub(a.LeasedUntil); d < -time.Second || d > time.Second {
+		t.Errorf("List expiry %v far from the granted %v", la.LeasedUntil, a.LeasedUntil)
+	}
+}
