@@ -200,7 +200,6 @@ func Summarize(server string, samples []Sample, cfg Config) ServerResult {
 			res.Error = fmt.Sprintf("not synchronised (leap %d, stratum %d)", r.Leap, r.Stratum)
 		} else if res.Outcome == OutcomeKissOfDeath {
 			res.Error = "kiss of death " + r.KissCode
-			res.Error = err.Error()
 		} else if err := r.Validate(); err != nil {
 			res.Error = err.Error()
 		} else {
