@@ -21,7 +21,7 @@ var midnight = time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC)
 // row is one step of a clock's history: advance the base to at (base time
 // since t0), do something, then read the clock.
 type row struct {
-	at   time.Duration      // base time; rows are in order
+	at   time.Duration       // base time; rows are in order
 	do   func(*faults.Clock) // nil: just read
 	note string
 	wall time.Duration // expected wall reading minus t0

@@ -8,6 +8,19 @@
 // and Revert removes it. As on real kernels, only a VM pause disturbs the
 // monotonic reading.
 //
+// What Offset (wall minus base wall) and MonoOffset (mono minus base mono)
+// read after e of base time since the fault call, for each fault alone:
+//
+//	fault            Offset during                     Offset after        MonoOffset
+//	Step(d)          d at once                         d                   0
+//	Freeze(d)        -e (the wall stands still)        as without it       0
+//	Leap(at)         0 until the wall reaches at       -1s                 0
+//	Smear(d, w)      trunc(d·e/w)                      d (from e = w)      0
+//	Slew(d, ppm)     ±min(|d|, trunc(e·ppm/1e6))       d                   0
+//	Drift(ppm)       trunc(e·ppm/1e6), unbounded       (no end)            0
+//	Pause(d)         -e                                as without it       -e during, -d after
+//	Revert()         0                                 0                   0
+//
 // Virtual is a base clock whose time moves only when advanced: in auto mode
 // sleeping advances it (single-threaded simulation, a day of leap smear in
 // milliseconds), in manual mode sleepers block until a test advances time,
