@@ -405,7 +405,9 @@ func (c *Clock) Drift(ppm float64) {
 // time elapsed; after it Offset is as if there had been no pause and
 // MonoOffset is d lower, until Revert. Faults injected during the pause show
 // when it ends. Pausing a paused clock keeps the held readings and resets the
-// end to d from now.
+// end to d from now. In a single-threaded simulation a pause until Release
+// lasts until the simulation itself calls Release: a caller sleeping out a
+// monotonic deadline meanwhile keeps sleeping on the base clock.
 func (c *Clock) Pause(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
