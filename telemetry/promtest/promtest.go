@@ -1,0 +1,412 @@
+// Package promtest starts a real Prometheus server for integration tests
+// and queries it. Any package's tests may use it:
+//
+//	p := promtest.Start(t, srv.Listener.Addr().String())
+//	v, err := p.WaitFor(ctx, `snowflake_ids_issued_total`, promtest.Equals(42))
+//
+// The server runs the Debian package's /usr/bin/prometheus (found on PATH)
+// on a free loopback port with its own storage in t.TempDir, scrapes every
+// second, and is killed when the test ends. A missing binary skips the test
+// outside CI and fails it when CI is set. Nothing sleeps for a fixed time:
+// readiness and results are polled with deadlines.
+package promtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// Binary returns the path of the named tool ("prometheus", "promtool").
+// When it is not on PATH the test is skipped if CI is unset and fails if
+// CI is set, so no integration test vanishes quietly in CI.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("%s not found on PATH (apt-get install prometheus); skipping outside CI", name)
+		}
+		t.Fatalf("%s not found on PATH but CI is set: install it (apt-get install prometheus): %v", name, err)
+	}
+	return p
+}
+
+// Config describes the Prometheus to start. The zero value (plus Targets)
+// is a 1-second scrape of http://TARGET/metrics under the job "snowchaos".
+type Config struct {
+	// Targets are host:port pairs to scrape.
+	Targets []string
+	// MetricsPath is the scrape path; "" means /metrics.
+	MetricsPath string
+	// Job names the scrape job; "" means "snowchaos".
+	Job string
+	// ScrapeInterval is the scrape and evaluation interval; zero means 1s.
+	ScrapeInterval time.Duration
+	// RuleFiles are copied next to the generated prometheus.yml and
+	// loaded as rule_files.
+	RuleFiles []string
+	// StartTimeout bounds the wait for /-/ready; zero means 60s.
+	StartTimeout time.Duration
+	// ExtraArgs are appended to the command line.
+	ExtraArgs []string
+}
+
+// Prom is a running Prometheus server.
+type Prom struct {
+	// URL is the server's base URL, e.g. http://127.0.0.1:41234.
+	URL string
+	// Dir holds the config and the TSDB.
+	Dir string
+
+	cmd    *exec.Cmd
+	logs   *syncBuffer
+	exited chan struct{}
+	client *http.Client
+}
+
+// Start starts Prometheus scraping targets (host:port) every second and
+// waits until it is ready; it is stopped when the test ends.
+func Start(t testing.TB, targets ...string) *Prom {
+	t.Helper()
+	return StartConfig(t, Config{Targets: targets})
+}
+
+// StartConfig starts Prometheus as c says and waits until it is ready; it
+// is stopped when the test ends. Startup failures fail the test with the
+// server's log.
+func StartConfig(t testing.TB, c Config) *Prom {
+	t.Helper()
+	bin := Binary(t, "prometheus")
+	dir := t.TempDir()
+	cfg, err := writeConfig(dir, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := c.StartTimeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		p, err := start(bin, dir, cfg, c.ExtraArgs, timeout)
+		if err == nil {
+			t.Cleanup(p.stop)
+			return p
+		}
+		lastErr = err
+	}
+	t.Fatalf("promtest: starting prometheus: %v", lastErr)
+	return nil
+}
+
+// writeConfig writes prometheus.yml (and copies the rule files) into dir.
+func writeConfig(dir string, c Config) (string, error) {
+	interval := c.ScrapeInterval
+	if interval == 0 {
+		interval = time.Second
+	}
+	job := c.Job
+	if job == "" {
+		job = "snowchaos"
+	}
+	path := c.MetricsPath
+	if path == "" {
+		path = "/metrics"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  evaluation_interval: %s\n", model.Duration(interval), model.Duration(interval))
+	if len(c.RuleFiles) > 0 {
+		b.WriteString("rule_files:\n")
+		for i, rf := range c.RuleFiles {
+			data, err := os.ReadFile(rf)
+			if err != nil {
+				return "", err
+			}
+			name := fmt.Sprintf("rules-%d.yml", i)
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "  - %s\n", name)
+		}
+	}
+	fmt.Fprintf(&b, "scrape_configs:\n  - job_name: %q\n    metrics_path: %q\n    static_configs:\n      - targets: [", job, path)
+	for i, tg := range c.Targets {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", tg)
+	}
+	b.WriteString("]\n")
+	cfg := filepath.Join(dir, "prometheus.yml")
+	return cfg, os.WriteFile(cfg, []byte(b.String()), 0o644)
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func start(bin, dir, cfg string, extra []string, timeout time.Duration) (*Prom, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	data, err := os.MkdirTemp(dir, "tsdb-")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--config.file=" + cfg,
+		"--storage.tsdb.path=" + data,
+		"--web.listen-address=" + addr,
+		"--enable-feature=exemplar-storage",
+		"--log.level=warn",
+	}, extra...)
+	p := &Prom{
+		URL:    "http://" + addr,
+		Dir:    dir,
+		cmd:    exec.Command(bin, args...),
+		logs:   &syncBuffer{},
+		exited: make(chan struct{}),
+		client: &http.Client{Timeout: 10 * time.Second},
+	}
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := p.waitReady(ctx); err != nil {
+		p.stop()
+		return nil, fmt.Errorf("%w\n--- prometheus log ---\n%s", err, p.Logs())
+	}
+	return p, nil
+}
+
+// waitReady polls /-/ready until it answers 200, the process exits, or ctx
+// ends.
+func (p *Prom) waitReady(ctx context.Context) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/-/ready", nil)
+		if resp, err := p.client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.exited:
+			return errors.New("prometheus exited before it was ready")
+		case <-ctx.Done():
+			return fmt.Errorf("prometheus not ready at %s: %w", p.URL, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// stop kills the server this package started and waits for it to exit.
+func (p *Prom) stop() {
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
+	}
+	<-p.exited
+}
+
+// Logs returns what the server has logged so far.
+func (p *Prom) Logs() string { return p.logs.String() }
+
+// apiResponse is the envelope of every /api/v1 answer.
+type apiResponse struct {
+	Status    string          `json:"status"`
+	Data      json.RawMessage `json:"data"`
+	ErrorType string          `json:"errorType"`
+	Error     string          `json:"error"`
+}
+
+func (p *Prom) api(ctx context.Context, path string, params url.Values) (json.RawMessage, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL+path, strings.NewReader(params.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var r apiResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("promtest: %s: HTTP %d: %.200s", path, resp.StatusCode, body)
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("promtest: %s: %s: %s", path, r.ErrorType, r.Error)
+	}
+	return r.Data, nil
+}
+
+// Query evaluates an instant PromQL query now and returns its vector (an
+// error for a scalar, matrix or string result).
+func (p *Prom) Query(ctx context.Context, q string) (model.Vector, error) {
+	data, err := p.api(ctx, "/api/v1/query", url.Values{"query": {q}})
+	if err != nil {
+		return nil, err
+	}
+	var d struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, err
+	}
+	if d.ResultType != "vector" {
+		return nil, fmt.Errorf("promtest: query %q: result type %s, want vector", q, d.ResultType)
+	}
+	var v model.Vector
+	if err := json.Unmarshal(d.Result, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Exemplar is one exemplar the server stored.
+type Exemplar struct {
+	Series model.Metric
+	Labels model.LabelSet
+	Value  float64
+}
+
+// QueryExemplars returns the exemplars of the series q selects over the
+// last window.
+func (p *Prom) QueryExemplars(ctx context.Context, q string, window time.Duration) ([]Exemplar, error) {
+	now := time.Now()
+	data, err := p.api(ctx, "/api/v1/query_exemplars", url.Values{
+		"query": {q},
+		"start": {strconv.FormatInt(now.Add(-window).Unix(), 10)},
+		"end":   {strconv.FormatInt(now.Add(time.Minute).Unix(), 10)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var res []struct {
+		SeriesLabels model.Metric `json:"seriesLabels"`
+		Exemplars    []struct {
+			Labels model.LabelSet `json:"labels"`
+			Value  string         `json:"value"`
+		} `json:"exemplars"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, err
+	}
+	var out []Exemplar
+	for _, s := range res {
+		for _, e := range s.Exemplars {
+			v, _ := strconv.ParseFloat(e.Value, 64)
+			out = append(out, Exemplar{Series: s.SeriesLabels, Labels: e.Labels, Value: v})
+		}
+	}
+	return out, nil
+}
+
+// Condition judges a query result.
+type Condition func(model.Vector) bool
+
+// Equals holds when the result has exactly one sample and its value is want.
+func Equals(want float64) Condition {
+	return func(v model.Vector) bool {
+		return len(v) == 1 && float64(v[0].Value) == want
+	}
+}
+
+// AtLeast holds when the result has exactly one sample of at least min.
+func AtLeast(min float64) Condition {
+	return func(v model.Vector) bool {
+		return len(v) == 1 && float64(v[0].Value) >= min && !math.IsNaN(float64(v[0].Value))
+	}
+}
+
+// Len holds when the result has n samples.
+func Len(n int) Condition { return func(v model.Vector) bool { return len(v) == n } }
+
+// WaitFor polls q (every 100ms) until ok holds or ctx ends, and returns the
+// last result; on timeout the error shows the last result or query error.
+func (p *Prom) WaitFor(ctx context.Context, q string, ok Condition) (model.Vector, error) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last model.Vector
+	var lastErr error
+	for {
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		v, err := p.Query(qctx, q)
+		cancel()
+		if err == nil && ok(v) {
+			return v, nil
+		}
+		last, lastErr = v, err
+		select {
+		case <-p.exited:
+			return last, fmt.Errorf("promtest: prometheus exited while waiting for %q\n%s", q, p.Logs())
+		case <-ctx.Done():
+			if lastErr != nil {
+				return last, fmt.Errorf("promtest: waiting for %q: %w (last error: %v)", q, ctx.Err(), lastErr)
+			}
+			return last, fmt.Errorf("promtest: waiting for %q: %w (last result: %v)", q, ctx.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+// WaitUp waits until every scrape target reports up == 1.
+func (p *Prom) WaitUp(ctx context.Context, targets int) error {
+	_, err := p.WaitFor(ctx, `up == 1`, Len(targets))
+	return err
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
