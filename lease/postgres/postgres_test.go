@@ -1,0 +1,319 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/lease"
+	"github.com/snowchaos/snowchaos/lease/leasetest"
+	"github.com/snowchaos/snowchaos/lease/postgres"
+)
+
+const defaultDSN = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+func dsn() string {
+	if v := os.Getenv("SNOWCHAOS_TEST_PG_DSN"); v != "" {
+		return v
+	}
+	return defaultDSN
+}
+
+// admin connects as the test DSN's user; it skips outside CI and fails in
+// CI when Postgres is missing.
+func admin(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, dsn())
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("no Postgres at %s (set SNOWCHAOS_TEST_PG_DSN): %v", dsn(), err)
+		}
+		t.Fatalf("CI: Postgres at %s unreachable (set SNOWCHAOS_TEST_PG_DSN): %v", dsn(), err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func randName(prefix string) string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// schema creates a fresh schema name, dropped at the end of the test.
+func schema(t *testing.T, adm *pgxpool.Pool) string {
+	s := randName("snowchaos_lease_")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := adm.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", s, err)
+		}
+	})
+	return s
+}
+
+func open(t *testing.T, d string, opts postgres.Options) *postgres.Registry {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := postgres.Open(ctx, d, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+func TestConformance(t *testing.T) {
+	adm := admin(t)
+	leasetest.Run(t, leasetest.Harness{
+		TTL: time.Second,
+		New: func(t *testing.T) leasetest.Backend {
+			return leasetest.Backend{Registry: open(t, dsn(), postgres.Options{Schema: schema(t, adm)})}
+		},
+	})
+}
+
+func TestConcurrentMigrate(t *testing.T) {
+	adm := admin(t)
+	s := schema(t, adm)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			r, err := postgres.New(ctx, adm, postgres.Options{Schema: s, MaxWorkerID: 1023})
+			if err != nil {
+				t.Errorf("concurrent New: %v", err)
+				return
+			}
+			_ = r
+		}()
+	}
+	wg.Wait()
+	// A changed bound migrates the check; a worker ID beyond it is refused.
+	ctx := context.Background()
+	r, err := postgres.New(ctx, adm, postgres.Options{Schema: s, MaxWorkerID: 15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Acquire(ctx, lease.Request{Holder: "x", Range: lease.Range{Max: 31}, TTL: time.Second}); !errors.Is(err, lease.ErrInvalidRequest) {
+		t.Errorf("range beyond the table bound: %v, want ErrInvalidRequest", err)
+	}
+	if _, err := adm.Exec(ctx, "INSERT INTO "+r.Table()+" VALUES (16, 'x', 1, now(), 0)"); err == nil {
+		t.Errorf("table accepted worker 16 beyond the check bound 15")
+	}
+	var n int
+	if err := adm.QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'c'`, r.Table()).Scan(&n); err != nil || n != 1 {
+		t.Errorf("check constraints after migration: %d (%v), want 1", n, err)
+	}
+}
+
+// TestConcurrentClaimsAcrossPools races acquirers on separate connection
+// pools (as separate processes would) over several rounds.
+func TestConcurrentClaimsAcrossPools(t *testing.T) {
+	adm := admin(t)
+	s := schema(t, adm)
+	regs := make([]*postgres.Registry, 4)
+	for i := range regs {
+		regs[i] = open(t, dsn(), postgres.Options{Schema: s})
+	}
+	const rounds, racers, size = 3, 48, 16
+	for round := range rounds {
+		r := lease.Range{Min: int64(round * size), Max: int64(round*size + size - 1)}
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			got   = map[int64]int{}
+			start = make(chan struct{})
+		)
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				l, err := regs[i%len(regs)].Acquire(context.Background(), lease.Request{Holder: randName("h"), Range: r, TTL: time.Minute})
+				if errors.Is(err, lease.ErrAllTaken) {
+					return
+				}
+				if err != nil {
+					t.Errorf("Acquire: %v", err)
+					return
+				}
+				mu.Lock()
+				got[l.WorkerID]++
+				mu.Unlock()
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for id, n := range got {
+			if n != 1 {
+				t.Errorf("round %d: worker %d granted %d times", round, id, n)
+			}
+		}
+		if len(got) != size {
+			t.Errorf("round %d: %d workers granted, want %d", round, len(got), size)
+		}
+	}
+}
+
+// TestKeeperFencesWhenStoreGoesAway stops the store for the registry for
+// real: its role may no longer log in and its backends are terminated.
+// The Keeper must refuse while the store still holds the lease (before
+// anyone else could take it), and recover when the store returns: first
+// with the same lease, then, after an outage longer than the TTL, with a
+// fresh one (the generator must be rebuilt).
+func TestKeeperFencesWhenStoreGoesAway(t *testing.T) {
+	adm := admin(t)
+	ctx := context.Background()
+	s := schema(t, adm)
+	role := randName("snowchaos_role_")
+	if _, err := adm.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); err != nil {
+		t.Fatalf("create role: %v", err)
+	}
+	t.Cleanup(func() {
+		adm.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role)
+		adm.Exec(ctx, "DROP ROLE IF EXISTS "+role)
+	})
+	if _, err := adm.Exec(ctx, "CREATE SCHEMA "+s+" AUTHORIZATION "+role); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	u, err := url.Parse(dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	reg := open(t, u.String(), postgres.Options{Schema: s})
+
+	const ttl = 3 * time.Second
+	events := make(chan lease.Event, 64)
+	k, err := lease.NewKeeper(lease.KeeperConfig{
+		Registry:    reg,
+		Holder:      "node-pg",
+		Range:       lease.Range{Min: 0, Max: 3},
+		TTL:         ttl,
+		MaxFailures: 1000, // let the validity margin, not the failure count, close the fence
+		OnChange:    func(e lease.Event) { events <- e },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	first, err := k.Start(runCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Release(context.Background()) })
+	clock := generator.SystemClock()
+	mono := func() int64 { _, m := clock.Now(); return m }
+	if err := k.Check(mono()); err != nil {
+		t.Fatalf("fence closed right after acquiring: %v", err)
+	}
+
+	storeLive := func() bool {
+		var live bool
+		if err := adm.QueryRow(ctx, "SELECT leased_until > now() FROM "+reg.Table()+" WHERE worker_id = $1 AND token = $2",
+			first.WorkerID, first.Token).Scan(&live); err != nil {
+			t.Fatalf("read lease as admin: %v", err)
+		}
+		return live
+	}
+	outage := func() {
+		t.Helper()
+		if _, err := adm.Exec(ctx, "ALTER ROLE "+role+" NOLOGIN"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := adm.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restore := func() {
+		t.Helper()
+		if _, err := adm.Exec(ctx, "ALTER ROLE "+role+" LOGIN"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(what string, d time.Duration, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(d)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out after %v waiting for %s (stats %+v)", d, what, k.Stats())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	// Outage 1: fence closes while the store still holds the lease.
+	outage()
+	waitFor("the fence to close", 2*ttl, func() bool { return k.Check(mono()) != nil })
+	if !storeLive() {
+		t.Fatalf("fence closed only after the store expired the lease")
+	}
+	err = k.Check(mono())
+	var fe *lease.FenceError
+	if !errors.Is(err, generator.ErrFenced) || !errors.As(err, &fe) || fe.Reason != lease.ReasonMarginReached {
+		t.Errorf("fenced with %v, want a *FenceError (margin reached) wrapping generator.ErrFenced", err)
+	}
+	restore()
+	waitFor("recovery on the same lease", 2*ttl, func() bool { return k.Check(mono()) == nil })
+	if l, _ := k.Lease(); l.Token != first.Token {
+		t.Errorf("recovered with token %d, want the same lease %d", l.Token, first.Token)
+	}
+
+	// Outage 2, longer than the TTL: the store expires the lease; on
+	// return the Keeper re-acquires and asks for a rebuild.
+	outage()
+	waitFor("the store to expire the lease", 3*ttl, func() bool { return !storeLive() })
+	if k.Check(mono()) == nil {
+		t.Fatalf("fence open after the store expired the lease")
+	}
+	restore()
+	waitFor("re-acquisition", 3*ttl, func() bool {
+		l, ok := k.Lease()
+		return ok && l.Token > first.Token
+	})
+	if err := k.Check(mono()); !errors.As(err, &fe) || fe.Reason != lease.ReasonChanged {
+		t.Errorf("before Rebind: %v, want ReasonChanged", err)
+	}
+	l, err := k.Rebind()
+	if err != nil || l.WorkerID != first.WorkerID {
+		t.Fatalf("Rebind = %v, %v; want own worker %d back", l, err, first.WorkerID)
+	}
+	if err := k.Check(mono()); err != nil {
+		t.Errorf("after Rebind: %v", err)
+	}
+	sawRebind := false
+	for len(events) > 0 {
+		if e := <-events; e.Rebind {
+			sawRebind = true
+		}
+	}
+	if !sawRebind {
+		t.Errorf("no Event with Rebind after re-acquisition")
+	}
+	st := k.Stats()
+	if st.RenewFailed == 0 || st.RenewLost == 0 || st.Acquisitions != 2 {
+		t.Errorf("stats %+v: want failed and lost renewals and 2 acquisitions", st)
+	}
+}
