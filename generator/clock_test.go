@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -65,4 +66,72 @@ func (c *scriptClock) Slept() (int, time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sleeps, c.slept
+}
+
+// nopObserver is an Observer that does nothing.
+type nopObserver struct{}
+
+func (nopObserver) Rewind(context.Context, RewindEvent)                    {}
+func (nopObserver) Wait(context.Context, WaitReason, int64, time.Duration) {}
+func (nopObserver) Exhausted(context.Context)                              {}
+func (nopObserver) Refused(context.Context, error)                         {}
+func (nopObserver) Lead(time.Duration)                                     {}
+func (nopObserver) Checkpoint(int64, error)                                {}
+
+// recObserver records every Observer call. Safe for concurrent use.
+type recObserver struct {
+	mu          sync.Mutex
+	rewinds     []RewindEvent
+	waits       []WaitReason
+	waited      []time.Duration
+	exhausted   int
+	refused     []error
+	leads       []time.Duration
+	checkpoints []int64
+	cpErrs      []error
+}
+
+func (o *recObserver) Rewind(_ context.Context, e RewindEvent) {
+	o.mu.Lock()
+	o.rewinds = append(o.rewinds, e)
+	o.mu.Unlock()
+}
+
+func (o *recObserver) Wait(_ context.Context, r WaitReason, _ int64, d time.Duration) {
+	o.mu.Lock()
+	o.waits = append(o.waits, r)
+	o.waited = append(o.waited, d)
+	o.mu.Unlock()
+}
+
+func (o *recObserver) Exhausted(context.Context) {
+	o.mu.Lock()
+	o.exhausted++
+	o.mu.Unlock()
+}
+
+func (o *recObserver) Refused(_ context.Context, err error) {
+	o.mu.Lock()
+	o.refused = append(o.refused, err)
+	o.mu.Unlock()
+}
+
+func (o *recObserver) Lead(d time.Duration) {
+	o.mu.Lock()
+	o.leads = append(o.leads, d)
+	o.mu.Unlock()
+}
+
+func (o *recObserver) Checkpoint(markMs int64, err error) {
+	o.mu.Lock()
+	o.checkpoints = append(o.checkpoints, markMs)
+	o.cpErrs = append(o.cpErrs, err)
+	o.mu.Unlock()
+}
+
+// calls returns how many Observer calls were recorded.
+func (o *recObserver) calls() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.rewinds) + len(o.waits) + o.exhausted + len(o.refused) + len(o.leads) + len(o.checkpoints)
 }

@@ -447,7 +447,7 @@ func (g *Generator) issue(ctx context.Context, dst []ID, wall, mono int64) (int,
 				g.st.lastRewindWall.Store(wall)
 				g.st.lastRewindBy.Store(ev.rewindBy)
 			}
-			if !rewind && g.mu.leadTicks == 0 && !g.mu.fresh && g.mu.exhaustedTick != tick {
+			if !g.mu.fresh && seq >= g.maxSeq && g.mu.exhaustedTick != tick {
 				g.mu.exhaustedTick = tick
 				g.st.exhaustions.Add(1)
 				ev.exhausted = true
