@@ -1,0 +1,345 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/snowchaos/snowchaos/faults"
+)
+
+// Duration is a time.Duration that marshals to JSON as a Go duration string
+// ("-150ms") and unmarshals from one or from an integer of nanoseconds.
+type Duration time.Duration
+
+// MarshalJSON encodes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON accepts "1.5s", "-150ms" or an integer of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %s: %v", quote(s), err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("duration %s is neither a duration string nor integer nanoseconds", quote(string(b)))
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Fault kinds the admin API accepts, besides those of package faults.
+const (
+	// KindRelease ends a Freeze (faults.Clock.Release).
+	KindRelease = "release"
+)
+
+// FaultRequest is the body of POST /admin/v1/faults: one fault and its
+// parameters. Each kind takes exactly the parameters listed; any other
+// parameter set is an error, so a misspelt scenario fails loudly.
+//
+//	step    by            wall += by at once (negative: back)
+//	freeze  for           wall stands still for `for` (0: until release)
+//	release               ends a freeze
+//	leap    at | in       a leap second at `at` (RFC 3339) or `in` from the clock's now
+//	smear   by, window    wall moves by `by` linearly over `window`
+//	slew    by, [ppm]     wall moves by `by` at ppm (0: 500)
+//	drift   ppm           constant rate error
+//	pause   for           wall and mono stand still for `for`
+//	jitter  max, [seed]   readings jitter by up to max (max 0 removes it)
+type FaultRequest struct {
+	Kind   string    `json:"kind"`
+	By     *Duration `json:"by,omitempty"`
+	For    *Duration `json:"for,omitempty"`
+	Window *Duration `json:"window,omitempty"`
+	PPM    *float64  `json:"ppm,omitempty"`
+	At     *string   `json:"at,omitempty"`
+	In     *Duration `json:"in,omitempty"`
+	Max    *Duration `json:"max,omitempty"`
+	Seed   *uint64   `json:"seed,omitempty"`
+}
+
+// Ptr returns a pointer to v, for building a FaultRequest.
+func Ptr[T any](v T) *T { return &v }
+
+// params lists the parameters r sets.
+func (r FaultRequest) params() []string {
+	var out []string
+	for _, p := range []struct {
+		name string
+		set  bool
+	}{{"by", r.By != nil}, {"for", r.For != nil}, {"window", r.Window != nil}, {"ppm", r.PPM != nil},
+		{"at", r.At != nil}, {"in", r.In != nil}, {"max", r.Max != nil}, {"seed", r.Seed != nil}} {
+		if p.set {
+			out = append(out, p.name)
+		}
+	}
+	return out
+}
+
+// faultParams says, per kind, which parameters are required and allowed.
+var faultParams = map[string]struct{ required, optional []string }{
+	faults.KindStep:   {required: []string{"by"}},
+	faults.KindFreeze: {optional: []string{"for"}},
+	KindRelease:       {},
+	faults.KindLeap:   {optional: []string{"at", "in"}},
+	faults.KindSmear:  {required: []string{"by", "window"}},
+	faults.KindSlew:   {required: []string{"by"}, optional: []string{"ppm"}},
+	faults.KindDrift:  {required: []string{"ppm"}},
+	faults.KindPause:  {required: []string{"for"}},
+	faults.KindJitter: {required: []string{"max"}, optional: []string{"seed"}},
+}
+
+// Validate checks the kind and its parameters; the error names the bad
+// value.
+func (r FaultRequest) Validate() error {
+	spec, ok := faultParams[r.Kind]
+	if !ok {
+		return fmt.Errorf("unknown kind %s (want step, freeze, release, leap, smear, slew, drift, pause or jitter)", quote(r.Kind))
+	}
+	set := r.params()
+	has := func(p string) bool {
+		for _, s := range set {
+			if s == p {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range spec.required {
+		if !has(p) {
+			return fmt.Errorf("%s needs parameter %q", r.Kind, p)
+		}
+	}
+	for _, p := range set {
+		allowed := false
+		for _, a := range append(spec.required, spec.optional...) {
+			allowed = allowed || a == p
+		}
+		if !allowed {
+			return fmt.Errorf("parameter %q does not apply to %s", p, r.Kind)
+		}
+	}
+	switch r.Kind {
+	case faults.KindLeap:
+		if has("at") == has("in") {
+			return errors.New("leap needs exactly one of \"at\" (RFC 3339) and \"in\" (duration)")
+		}
+		if r.At != nil {
+			if _, err := time.Parse(time.RFC3339Nano, *r.At); err != nil {
+				return fmt.Errorf("leap at %s is not an RFC 3339 time", quote(*r.At))
+			}
+		}
+		if r.In != nil && *r.In < 0 {
+			return fmt.Errorf("leap in %v is negative", time.Duration(*r.In))
+		}
+	case faults.KindFreeze:
+		if r.For != nil && *r.For < 0 {
+			return fmt.Errorf("freeze for %v is negative", time.Duration(*r.For))
+		}
+	case faults.KindPause:
+		if *r.For <= 0 {
+			return fmt.Errorf("pause for %v is not positive", time.Duration(*r.For))
+		}
+	case faults.KindSmear:
+		if *r.Window <= 0 {
+			return fmt.Errorf("smear window %v is not positive", time.Duration(*r.Window))
+		}
+	case faults.KindSlew:
+		if r.PPM != nil && (*r.PPM < 0 || *r.PPM > 1e6) {
+			return fmt.Errorf("slew ppm %v out of range [0, 1e6]", *r.PPM)
+		}
+	case faults.KindDrift:
+		if *r.PPM < -1e6 || *r.PPM > 1e6 || *r.PPM != *r.PPM {
+			return fmt.Errorf("drift ppm %v out of range [-1e6, 1e6]", *r.PPM)
+		}
+	}
+	return nil
+}
+
+// Apply injects the fault into c. Call Validate first.
+func (r FaultRequest) Apply(c *faults.Clock) {
+	dur := func(d *Duration) time.Duration {
+		if d == nil {
+			return 0
+		}
+		return time.Duration(*d)
+	}
+	switch r.Kind {
+	case faults.KindStep:
+		c.Step(dur(r.By))
+	case faults.KindFreeze:
+		c.Freeze(dur(r.For))
+	case KindRelease:
+		c.Release()
+	case faults.KindLeap:
+		if r.At != nil {
+			at, _ := time.Parse(time.RFC3339Nano, *r.At)
+			c.Leap(at)
+		} else {
+			wall, _ := c.Now()
+			c.Leap(time.Unix(0, wall).Add(dur(r.In)))
+		}
+	case faults.KindSmear:
+		c.Smear(dur(r.By), dur(r.Window))
+	case faults.KindSlew:
+		ppm := 0.0
+		if r.PPM != nil {
+			ppm = *r.PPM
+		}
+		c.Slew(dur(r.By), ppm)
+	case faults.KindDrift:
+		c.Drift(*r.PPM)
+	case faults.KindPause:
+		c.Pause(dur(r.For))
+	case faults.KindJitter:
+		var rng *rand.Rand
+		if dur(r.Max) > 0 {
+			seed := uint64(0)
+			if r.Seed != nil {
+				seed = *r.Seed
+			}
+			rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+		}
+		c.Jitter(dur(r.Max), rng)
+	}
+}
+
+// ActiveFault is one entry of FaultState.Active.
+type ActiveFault struct {
+	Kind   string    `json:"kind"`
+	Detail string    `json:"detail"`
+	Since  time.Time `json:"since"`
+}
+
+// FaultState is the body of every admin response: the clock's faults and
+// offsets after the request took effect.
+type FaultState struct {
+	// Active lists the faults shaping the clock (faults.Clock.Active).
+	Active []ActiveFault `json:"active"`
+	// Offset is the clock's wall minus its base wall (faults.Clock.Offset);
+	// OffsetNs is the same in nanoseconds.
+	Offset   Duration `json:"offset"`
+	OffsetNs int64    `json:"offset_ns"`
+	// MonoOffset is the monotonic offset (only a pause moves it).
+	MonoOffset   Duration `json:"mono_offset"`
+	MonoOffsetNs int64    `json:"mono_offset_ns"`
+	// Wall is the clock's wall reading.
+	Wall time.Time `json:"wall"`
+}
+
+// faultState reads the fault clock.
+func (s *Server) faultState() FaultState {
+	c := s.cfg.FaultClock
+	st := FaultState{Active: []ActiveFault{}}
+	for _, a := range c.Active() {
+		st.Active = append(st.Active, ActiveFault{Kind: a.Kind, Detail: a.Detail, Since: time.Unix(0, a.SinceWall).UTC()})
+	}
+	off, moff := c.Offset(), c.MonoOffset()
+	wall, _ := c.Now()
+	st.Offset, st.OffsetNs = Duration(off), int64(off)
+	st.MonoOffset, st.MonoOffsetNs = Duration(moff), int64(moff)
+	st.Wall = time.Unix(0, wall).UTC()
+	return st
+}
+
+// adminOnly checks the bearer token before h: 401 without credentials, 403
+// with a wrong token (compared in constant time over SHA-256 digests, so
+// neither the content nor the length of the token leaks).
+func (s *Server) adminOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		scheme, tok, ok := strings.Cut(auth, " ")
+		if auth == "" || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="snowchaos-admin"`)
+			detail := "missing bearer token (send Authorization: Bearer <token>)"
+			if auth != "" {
+				detail = "malformed Authorization header (want Bearer <token>)"
+			}
+			writeError(w, http.StatusUnauthorized, errUnauthorized, detail)
+			return
+		}
+		got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+		if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
+			writeError(w, http.StatusForbidden, errForbidden, "wrong admin token")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// handleFaultsGet serves GET /admin/v1/faults.
+func (s *Server) handleFaultsGet(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.faultState())
+}
+
+// handleFaultsDelete serves DELETE /admin/v1/faults: every fault reverted.
+func (s *Server) handleFaultsDelete(w http.ResponseWriter, _ *http.Request) {
+	s.cfg.FaultClock.Revert()
+	s.log.Info("admin: faults reverted")
+	writeJSON(w, http.StatusOK, s.faultState())
+}
+
+// handleFaultsPost serves POST /admin/v1/faults.
+func (s *Server) handleFaultsPost(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, errUnsupportedMed, "content type "+quote(ct)+" (want application/json)")
+			return
+		}
+	}
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	var req FaultRequest
+	if err := dec.Decode(&req); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("body exceeds %d bytes", mbe.Limit))
+			return
+		}
+		if errors.Is(err, io.EOF) {
+			writeError(w, http.StatusBadRequest, errBadFault, "empty body (want a JSON fault)")
+			return
+		}
+		writeError(w, http.StatusBadRequest, errBadFault, "decoding fault: "+err.Error())
+		return
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("body exceeds %d bytes", mbe.Limit))
+			return
+		}
+		writeError(w, http.StatusBadRequest, errBadFault, "trailing data after the JSON fault")
+		return
+	}
+	if err := req.Validate(); err != nil {
+		writeError(w, http.StatusBadRequest, errBadFault, err.Error())
+		return
+	}
+	req.Apply(s.cfg.FaultClock)
+	s.log.Info("admin: fault injected", "kind", req.Kind, "params", req.params())
+	writeJSON(w, http.StatusOK, s.faultState())
+}

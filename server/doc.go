@@ -1,0 +1,28 @@
+// Package server is the snowchaos HTTP node: a Snowflake generator served
+// over HTTP with health, readiness, Prometheus metrics, OpenTelemetry
+// request spans and an optional, token-guarded admin API that injects clock
+// faults into the node's fault clock.
+//
+// Endpoints:
+//
+//	GET    /v1/id              one ID: text/plain decimal, or {"id":"..."} with Accept: application/json
+//	GET    /v1/ids?count=N     N IDs (1..MaxBatch, default MaxBatch), strictly increasing:
+//	                           newline-separated text, or a JSON array of strings
+//	GET    /v1/decode/{id}     the ID's time, node, datacenter, worker and sequence under the node's layout
+//	GET    /healthz            200 while the process serves
+//	GET    /readyz             200 when an ID call would issue now, 503 (Retry-After) otherwise
+//	GET    /metrics            Prometheus exposition of the node's registry
+//	POST   /admin/v1/faults    inject a clock fault (JSON FaultRequest)
+//	GET    /admin/v1/faults    active faults and the clock's offsets (FaultState)
+//	DELETE /admin/v1/faults    revert every fault
+//
+// Every error is JSON {"error": "...", "detail": "..."} with its status:
+// 400 for a bad query or ID (the detail names the value), 401/403 for the
+// admin API without or with a wrong token, 404, 405 with Allow, 413 for an
+// oversized body, 503 with Retry-After while the generator refuses. IDs are
+// always decimal strings in JSON, never numbers.
+//
+// The admin API exists only when Config.AdminToken is set; it then needs a
+// faults.Clock and, unless Config.AdminAllowRemote, a loopback listener, so a
+// production node never exposes it by accident.
+package server
