@@ -26,7 +26,7 @@ import (
 type Set struct {
 	// permute is false when the layout's fields do not cover 63 bits; the
 	// key is then the ID itself (still exact, only less compact).
-	permute bool
+	permute          bool
 	seqBits, seqNode uint   // SeqBits; SeqBits+NodeBits
 	timeSeq          uint   // TimeBits+SeqBits: where the node goes in the key
 	seqMask, nodeMsk uint64 // masks of the sequence and node fields
