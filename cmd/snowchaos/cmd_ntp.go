@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -260,6 +261,15 @@ func ntpWatch(ctx context.Context, f ntpFlags, stdout, stderr io.Writer) int {
 
 // ntpSuggest writes the suggested scenario for r to f.suggest.
 func ntpSuggest(f ntpFlags, r ntpcheck.Report, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "snowchaos ntp check: --suggest-scenario is not available yet")
-	return exitInvalid
+	y, err := ntpcheck.SuggestScenario(r)
+	if err != nil {
+		fmt.Fprintf(stderr, "snowchaos ntp check: --suggest-scenario: %v\n", err)
+		return exitInvalid
+	}
+	if err := os.WriteFile(f.suggest, y, 0o644); err != nil {
+		fmt.Fprintf(stderr, "snowchaos ntp check: --suggest-scenario: %v\n", err)
+		return exitInvalid
+	}
+	fmt.Fprintf(stderr, "wrote scenario %s (replays the measured offset as a clock step)\n", f.suggest)
+	return exitOK
 }

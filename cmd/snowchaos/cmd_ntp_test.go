@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/ntpcheck/chronytest"
 )
@@ -239,4 +243,31 @@ func FuzzParseFlagDuration(f *testing.F) {
 			t.Fatalf("%q -> %v -> %q -> %v, %v", s, d, d.String(), again, err)
 		}
 	})
+}
+
+func TestNTPSuggestScenario(t *testing.T) {
+	srv := chronytest.StartFake(t, chronytest.Fake{Offset: -250 * time.Millisecond})
+	path := filepath.Join(t.TempDir(), "replay.yaml")
+	code, out, errs := runNTPCmd(t, "check", "--server", srv, "--sample-gap", "0", "--policy", "refuse", "--suggest-scenario", path)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errs)
+	}
+	y, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errs)
+	}
+	s, err := scenario.Parse(path, y)
+	if err != nil {
+		t.Fatalf("harness parser rejects it: %v\n%s", err, y)
+	}
+	if len(s.Faults) != 1 || s.Faults[0].Kind != scenario.KindStep || s.Faults[0].By > -200*time.Millisecond ||
+		s.Nodes[0].Policy != generator.PolicyRefuse {
+		t.Errorf("scenario does not replay a 250ms step back under refuse:\n%s", y)
+	}
+
+	closed := chronytest.ClosedAddr(t)
+	code, _, errs = runNTPCmd(t, "check", "--server", closed, "--suggest-scenario", filepath.Join(t.TempDir(), "x.yaml"))
+	if code != 2 || !strings.Contains(errs, "nothing measured") {
+		t.Errorf("no usable server: exit %d, stderr %q", code, errs)
+	}
 }
