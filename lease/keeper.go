@@ -30,8 +30,9 @@ type KeeperConfig struct {
 	// Range is the set of worker IDs to lease from; zero ([0,0]):
 	// NodeRange(10), the default layout's node field.
 	Range Range
-	// Preferred is the worker ID to try after the holder's previous one.
-	Preferred int64
+	// Prefer lists worker IDs to try, in order, after the holder's
+	// previous one (see Request.Prefer).
+	Prefer []int64
 	// TTL is the lease duration; renewals run every TTL/3. Zero: DefaultTTL.
 	TTL time.Duration
 	// Clock is the Keeper's time source; nil: generator.SystemClock(). The
@@ -332,7 +333,7 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 	if cfg.PauseThreshold == 0 {
 		cfg.PauseThreshold = margin / 2
 	}
-	req := Request{Holder: cfg.Holder, Range: cfg.Range, TTL: cfg.TTL, Preferred: cfg.Preferred}
+	req := Request{Holder: cfg.Holder, Range: cfg.Range, TTL: cfg.TTL, Prefer: cfg.Prefer}
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -546,7 +547,7 @@ func (k *Keeper) Stats() KeeperStats {
 }
 
 func (k *Keeper) request() Request {
-	return Request{Holder: k.cfg.Holder, Range: k.cfg.Range, TTL: k.cfg.TTL, Preferred: k.cfg.Preferred}
+	return Request{Holder: k.cfg.Holder, Range: k.cfg.Range, TTL: k.cfg.TTL, Prefer: k.cfg.Prefer}
 }
 
 // Acquire acquires the first lease, retrying unavailability every

@@ -36,7 +36,7 @@ import (
 type Registry interface {
 	// Acquire grants a lease on one worker ID in req.Range, in this order
 	// of preference: the worker ID this holder held last if it is free (or
-	// expired), req.Preferred, a never-used worker ID, then the longest
+	// expired), the free ones in req.Prefer, a never-used worker ID, then the longest
 	// expired one. A worker ID the same holder still holds unexpired (a
 	// crashed incarnation or a clone with the same identity) is never taken
 	// over: another one is granted. When every worker ID in the range is
@@ -67,9 +67,9 @@ type Request struct {
 	// Backends may round it up (etcd grants whole seconds, at least its
 	// minimum TTL); they never shorten it.
 	TTL time.Duration
-	// Preferred is tried after the holder's own previous worker ID. Values
-	// outside Range are ignored, so the zero value is harmless.
-	Preferred int64
+	// Prefer lists worker IDs to try, in order, after the holder's own
+	// previous one. IDs outside Range or held are skipped; nil: none.
+	Prefer []int64
 }
 
 // Validate reports a field out of range, wrapping ErrInvalidRequest.

@@ -107,9 +107,12 @@ func (m *Memory) Acquire(ctx context.Context, req Request) (Lease, error) {
 		}
 	}
 	pick := own
-	if pick < 0 && req.Range.Contains(req.Preferred) {
-		if s := m.mu.slots[req.Preferred]; s == nil || s.until <= now {
-			pick = req.Preferred
+	for _, p := range req.Prefer {
+		if pick >= 0 {
+			break
+		}
+		if s := m.mu.slots[p]; req.Range.Contains(p) && (s == nil || s.until <= now) {
+			pick = p
 		}
 	}
 	if pick < 0 {

@@ -66,7 +66,7 @@ func ctxT(t *testing.T) context.Context {
 }
 
 func req(holder string, r lease.Range, ttl time.Duration) lease.Request {
-	return lease.Request{Holder: holder, Range: r, TTL: ttl, Preferred: -1}
+	return lease.Request{Holder: holder, Range: r, TTL: ttl}
 }
 
 func mustAcquire(t *testing.T, reg lease.Registry, rq lease.Request) lease.Lease {
@@ -150,7 +150,7 @@ func testSameHolder(t *testing.T, h Harness, b Backend) {
 	}
 	// Restarting nodes get their own worker IDs back, even when preferring another.
 	rb := req("node-b", r, long)
-	rb.Preferred = a.WorkerID
+	rb.Prefer = []int64{a.WorkerID}
 	b2 := mustAcquire(t, reg, rb)
 	a2 := mustAcquire(t, reg, req("node-a", r, long))
 	if a2.WorkerID != a.WorkerID || b2.WorkerID != bb.WorkerID {
@@ -178,17 +178,17 @@ func testPreferred(t *testing.T, h Harness, b Backend) {
 	reg, long := b.Registry, 100*h.TTL
 	r := lease.Range{Min: 10, Max: 20}
 	rq := req("node-p", r, long)
-	rq.Preferred = 17
+	rq.Prefer = []int64{99, 17, 18}
 	if l := mustAcquire(t, reg, rq); l.WorkerID != 17 {
-		t.Errorf("preferred 17, got %d", l.WorkerID)
+		t.Errorf("prefer [99 17 18], got %d", l.WorkerID)
 	}
 	rq = req("node-q", r, long)
-	rq.Preferred = 17 // taken: falls back to the first free
+	rq.Prefer = []int64{17} // taken: falls back to the first free
 	if l := mustAcquire(t, reg, rq); l.WorkerID != 10 {
 		t.Errorf("preferred 17 (taken), got %d, want first free 10", l.WorkerID)
 	}
 	rq = req("node-r", r, long)
-	rq.Preferred = 99 // out of range: ignored
+	rq.Prefer = []int64{99, -1} // out of range: ignored
 	if l := mustAcquire(t, reg, rq); l.WorkerID != 11 {
 		t.Errorf("preferred 99 (out of range), got %d, want 11", l.WorkerID)
 	}

@@ -89,8 +89,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Registry, erro
 	LEFT JOIN ` + r.table + ` AS l ON l.worker_id = g.id
 	WHERE l.worker_id IS NULL OR l.leased_until <= now()
 	ORDER BY
-		CASE WHEN l.holder = $1 THEN 0 WHEN g.id = $4 THEN 1 WHEN l.worker_id IS NULL THEN 2 ELSE 3 END,
+		CASE WHEN l.holder = $1 THEN 0 WHEN g.id = ANY($4::int[]) THEN 1 WHEN l.worker_id IS NULL THEN 2 ELSE 3 END,
 		CASE WHEN l.holder = $1 THEN l.leased_until END DESC NULLS LAST,
+		array_position($4::int[], g.id),
 		l.leased_until ASC NULLS FIRST,
 		g.id
 	LIMIT 1
@@ -217,9 +218,11 @@ func (r *Registry) Acquire(ctx context.Context, req lease.Request) (lease.Lease,
 		return lease.Lease{}, fmt.Errorf("%w: range %v beyond the table's maximum worker ID %d", lease.ErrInvalidRequest, req.Range, r.opts.MaxWorkerID)
 	}
 	ttl := micros(req.TTL)
-	pref := req.Preferred
-	if !req.Range.Contains(pref) {
-		pref = -1
+	pref := make([]int32, 0, len(req.Prefer))
+	for _, p := range req.Prefer {
+		if req.Range.Contains(p) {
+			pref = append(pref, int32(p))
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		rows, err := r.pool.Query(ctx, r.q.acquire, req.Holder, req.Range.Min, req.Range.Max, pref, ttl)

@@ -1,0 +1,392 @@
+// Package etcd is a lease.Registry on etcd v3. Each worker ID has a key,
+// created in a transaction only if absent and attached to an etcd lease
+// with the TTL, so the store deletes it on expiry; the lease's token is the
+// key's create revision. Beside it a mark key, not attached to any lease,
+// keeps the last holder and last_issued_ms across release and expiry.
+//
+// Keys under Options.Prefix (default "/snowchaos/leases/"):
+//
+//	w/00042  {"holder":"node-a"}                                  lease-attached, live while held
+//	m/00042  {"holder":"node-a","token":17,"last_issued_ms":...}  persistent
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/lease"
+)
+
+var _ lease.Registry = (*Registry)(nil)
+
+// DefaultPrefix is the key prefix when Options.Prefix is empty.
+const DefaultPrefix = "/snowchaos/leases/"
+
+// Options configure a Registry. The zero value is the default.
+type Options struct {
+	// Prefix is the key prefix; zero: DefaultPrefix. Use one per cluster
+	// of nodes (tests use one each).
+	Prefix string
+	// Clock estimates LeasedUntil (the client's wall clock plus the TTL
+	// etcd reports); nil: generator.SystemClock(). Expiry itself is etcd's.
+	Clock generator.Clock
+	// DialTimeout bounds connecting in Open; zero: 5s.
+	DialTimeout time.Duration
+}
+
+// Registry is a lease.Registry on etcd. It is safe for concurrent use.
+type Registry struct {
+	cli       *clientv3.Client
+	ownClient bool
+	prefix    string
+	clock     generator.Clock
+}
+
+// New returns a Registry using cli; the caller keeps ownership of cli.
+func New(cli *clientv3.Client, opts Options) *Registry {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if !strings.HasSuffix(opts.Prefix, "/") {
+		opts.Prefix += "/"
+	}
+	if opts.Clock == nil {
+		opts.Clock = generator.SystemClock()
+	}
+	return &Registry{cli: cli, prefix: opts.Prefix, clock: opts.Clock}
+}
+
+// Open connects to endpoints ("host:port" or URLs) and returns a Registry
+// owning the client. Close it.
+func Open(endpoints []string, opts Options) (*Registry, error) {
+	if len(endpoints) == 0 {
+		return nil, fmt.Errorf("%w: no etcd endpoints", lease.ErrInvalidConfig)
+	}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = 5 * time.Second
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: opts.DialTimeout})
+	if err != nil {
+		return nil, lease.Unavailable(err)
+	}
+	r := New(cli, opts)
+	r.ownClient = true
+	return r, nil
+}
+
+// Close closes the client if Open created it.
+func (r *Registry) Close() error {
+	if r.ownClient {
+		return r.cli.Close()
+	}
+	return nil
+}
+
+// Client returns the etcd client.
+func (r *Registry) Client() *clientv3.Client { return r.cli }
+
+func (r *Registry) workerKey(id int64) string { return fmt.Sprintf("%sw/%05d", r.prefix, id) }
+func (r *Registry) markKey(id int64) string   { return fmt.Sprintf("%sm/%05d", r.prefix, id) }
+
+type workerVal struct {
+	Holder string `json:"holder"`
+}
+
+type markVal struct {
+	Holder       string `json:"holder"`
+	Token        int64  `json:"token"`
+	LastIssuedMs int64  `json:"last_issued_ms"`
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // plain structs of strings and ints always marshal
+	}
+	return string(b)
+}
+
+// slot is one worker ID's state in a snapshot.
+type slot struct {
+	live   *mvccpb.KeyValue
+	holder string // from the live key
+	mark   markVal
+	markKV *mvccpb.KeyValue
+}
+
+// snapshot reads every key under the prefix at one revision.
+func (r *Registry) snapshot(ctx context.Context) (map[int64]*slot, error) {
+	resp, err := r.cli.Get(ctx, r.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, lease.Unavailable(err)
+	}
+	slots := map[int64]*slot{}
+	get := func(id int64) *slot {
+		s := slots[id]
+		if s == nil {
+			s = &slot{}
+			slots[id] = s
+		}
+		return s
+	}
+	for _, kv := range resp.Kvs {
+		rest := strings.TrimPrefix(string(kv.Key), r.prefix)
+		kind, num, ok := strings.Cut(rest, "/")
+		if !ok {
+			continue
+		}
+		id, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			continue
+		}
+		switch kind {
+		case "w":
+			var v workerVal
+			if json.Unmarshal(kv.Value, &v) != nil {
+				continue
+			}
+			s := get(id)
+			s.live, s.holder = kv, v.Holder
+		case "m":
+			var v markVal
+			if json.Unmarshal(kv.Value, &v) != nil {
+				continue
+			}
+			s := get(id)
+			s.mark, s.markKV = v, kv
+		}
+	}
+	return slots, nil
+}
+
+// Acquire implements lease.Registry: it grants an etcd lease with the TTL
+// (rounded up to whole seconds, and at least etcd's minimum), then creates
+// the chosen worker key in a transaction that succeeds only if the key is
+// absent and the mark unchanged since it was read; on a lost race it reads
+// again and retries.
+func (r *Registry) Acquire(ctx context.Context, req lease.Request) (lease.Lease, error) {
+	if err := req.Validate(); err != nil {
+		return lease.Lease{}, err
+	}
+	secs := int64((req.TTL + time.Second - 1) / time.Second)
+	wall, _ := r.clock.Now()
+	g, err := r.cli.Grant(ctx, secs)
+	if err != nil {
+		return lease.Lease{}, lease.Unavailable(err)
+	}
+	granted := false
+	defer func() {
+		if !granted {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			r.cli.Revoke(rctx, g.ID) //nolint:errcheck // best effort: the lease expires anyway
+			cancel()
+		}
+	}()
+	for attempt := 0; attempt < int(req.Range.Len())+64; attempt++ {
+		slots, err := r.snapshot(ctx)
+		if err != nil {
+			return lease.Lease{}, err
+		}
+		pick, held := choose(slots, req)
+		if pick < 0 {
+			return lease.Lease{}, &lease.AllTakenError{Range: req.Range, Holders: held}
+		}
+		s := slots[pick]
+		var prev markVal
+		markRev := int64(0)
+		if s != nil && s.markKV != nil {
+			prev, markRev = s.mark, s.markKV.ModRevision
+		}
+		wk, mk := r.workerKey(pick), r.markKey(pick)
+		resp, err := r.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.CreateRevision(wk), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(mk), "=", markRev),
+		).Then(
+			clientv3.OpPut(wk, mustJSON(workerVal{Holder: req.Holder}), clientv3.WithLease(g.ID)),
+			clientv3.OpPut(mk, mustJSON(markVal{Holder: req.Holder, Token: prev.Token, LastIssuedMs: prev.LastIssuedMs})),
+		).Commit()
+		if err != nil {
+			return lease.Lease{}, lease.Unavailable(err)
+		}
+		if !resp.Succeeded {
+			continue // a concurrent acquirer won this worker ID
+		}
+		granted = true
+		return lease.Lease{
+			WorkerID:     pick,
+			Holder:       req.Holder,
+			Token:        resp.Header.Revision,
+			LeasedUntil:  time.Unix(0, wall).Add(time.Duration(g.TTL) * time.Second),
+			TTL:          time.Duration(g.TTL) * time.Second,
+			LastIssuedMs: prev.LastIssuedMs,
+		}, nil
+	}
+	return lease.Lease{}, fmt.Errorf("%w: lease/etcd: too many lost races for range %v", lease.ErrUnavailable, req.Range)
+}
+
+// choose picks a worker ID as lease.Registry.Acquire documents (-1: none)
+// and lists the live leases in the range.
+func choose(slots map[int64]*slot, req lease.Request) (int64, []lease.Lease) {
+	var (
+		own, fresh, old int64 = -1, -1, -1
+		held            []lease.Lease
+	)
+	for id := req.Range.Min; id <= req.Range.Max; id++ {
+		s := slots[id]
+		switch {
+		case s == nil || (s.live == nil && s.markKV == nil):
+			if fresh < 0 {
+				fresh = id
+			}
+		case s.live != nil:
+			held = append(held, lease.Lease{WorkerID: id, Holder: s.holder, Token: s.live.CreateRevision, LastIssuedMs: s.mark.LastIssuedMs})
+		case s.mark.Holder == req.Holder:
+			if own < 0 || s.markKV.ModRevision > slots[own].markKV.ModRevision {
+				own = id
+			}
+		default:
+			if old < 0 || s.markKV.ModRevision < slots[old].markKV.ModRevision {
+				old = id
+			}
+		}
+	}
+	pick := own
+	for _, p := range req.Prefer {
+		if pick >= 0 {
+			break
+		}
+		if s := slots[p]; req.Range.Contains(p) && (s == nil || s.live == nil) {
+			pick = p
+		}
+	}
+	if pick < 0 {
+		pick = fresh
+	}
+	if pick < 0 {
+		pick = old
+	}
+	return pick, held
+}
+
+// current reads l's worker and mark keys and checks that l is still the
+// live lease, returning the worker key and the stored mark.
+func (r *Registry) current(ctx context.Context, l lease.Lease) (*mvccpb.KeyValue, markVal, error) {
+	wk, mk := r.workerKey(l.WorkerID), r.markKey(l.WorkerID)
+	resp, err := r.cli.Txn(ctx).Then(clientv3.OpGet(wk), clientv3.OpGet(mk)).Commit()
+	if err != nil {
+		return nil, markVal{}, lease.Unavailable(err)
+	}
+	lost := fmt.Errorf("%w: worker %d token %d", lease.ErrLost, l.WorkerID, l.Token)
+	wkvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(wkvs) == 0 || wkvs[0].CreateRevision != l.Token {
+		return nil, markVal{}, lost
+	}
+	var wv workerVal
+	if json.Unmarshal(wkvs[0].Value, &wv) != nil || wv.Holder != l.Holder {
+		return nil, markVal{}, lost
+	}
+	var mv markVal
+	if mkvs := resp.Responses[1].GetResponseRange().Kvs; len(mkvs) > 0 {
+		json.Unmarshal(mkvs[0].Value, &mv) //nolint:errcheck // a damaged mark reads as zero
+	}
+	return wkvs[0], mv, nil
+}
+
+// Renew implements lease.Registry with one KeepAliveOnce on the etcd lease
+// and a conditional write of the mark.
+func (r *Registry) Renew(ctx context.Context, l lease.Lease, lastIssuedMs int64) (lease.Lease, error) {
+	kv, mv, err := r.current(ctx, l)
+	if err != nil {
+		return lease.Lease{}, err
+	}
+	wall, _ := r.clock.Now()
+	ka, err := r.cli.KeepAliveOnce(ctx, clientv3.LeaseID(kv.Lease))
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return lease.Lease{}, fmt.Errorf("%w: worker %d token %d: etcd lease expired", lease.ErrLost, l.WorkerID, l.Token)
+	}
+	if err != nil {
+		return lease.Lease{}, lease.Unavailable(err)
+	}
+	last := max(mv.LastIssuedMs, lastIssuedMs)
+	if err := r.writeMark(ctx, l, last, false); err != nil {
+		return lease.Lease{}, err
+	}
+	l.LeasedUntil = time.Unix(0, wall).Add(time.Duration(ka.TTL) * time.Second)
+	l.TTL = time.Duration(ka.TTL) * time.Second
+	l.LastIssuedMs = last
+	return l, nil
+}
+
+// writeMark writes the mark (and deletes the worker key when release) if
+// l is still the live lease.
+func (r *Registry) writeMark(ctx context.Context, l lease.Lease, last int64, release bool) error {
+	wk, mk := r.workerKey(l.WorkerID), r.markKey(l.WorkerID)
+	ops := []clientv3.Op{clientv3.OpPut(mk, mustJSON(markVal{Holder: l.Holder, Token: l.Token, LastIssuedMs: last}))}
+	if release {
+		ops = append(ops, clientv3.OpDelete(wk))
+	}
+	resp, err := r.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(wk), "=", l.Token)).Then(ops...).Commit()
+	if err != nil {
+		return lease.Unavailable(err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: worker %d token %d", lease.ErrLost, l.WorkerID, l.Token)
+	}
+	return nil
+}
+
+// Release implements lease.Registry: the mark is written and the worker
+// key deleted in one transaction; then the etcd lease is revoked.
+func (r *Registry) Release(ctx context.Context, l lease.Lease, lastIssuedMs int64) error {
+	kv, mv, err := r.current(ctx, l)
+	if err != nil {
+		return err
+	}
+	if err := r.writeMark(ctx, l, max(mv.LastIssuedMs, lastIssuedMs), true); err != nil {
+		return err
+	}
+	if _, err := r.cli.Revoke(ctx, clientv3.LeaseID(kv.Lease)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return lease.Unavailable(err)
+	}
+	return nil
+}
+
+// List implements lease.Registry. Live entries cost one TimeToLive call
+// each (LeasedUntil is the client's clock plus the remaining TTL);
+// released or expired entries have a zero LeasedUntil.
+func (r *Registry) List(ctx context.Context) ([]lease.Lease, error) {
+	slots, err := r.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]lease.Lease, 0, len(slots))
+	for id, s := range slots {
+		l := lease.Lease{WorkerID: id, Holder: s.mark.Holder, Token: s.mark.Token, LastIssuedMs: s.mark.LastIssuedMs}
+		if s.live != nil {
+			l.Holder, l.Token = s.holder, s.live.CreateRevision
+			wall, _ := r.clock.Now()
+			ttl, err := r.cli.TimeToLive(ctx, clientv3.LeaseID(s.live.Lease))
+			if err != nil {
+				return nil, lease.Unavailable(err)
+			}
+			if ttl.TTL > 0 {
+				l.LeasedUntil = time.Unix(0, wall).Add(time.Duration(ttl.TTL) * time.Second)
+				l.TTL = time.Duration(ttl.GrantedTTL) * time.Second
+			}
+		}
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b lease.Lease) int { return int(a.WorkerID - b.WorkerID) })
+	return out, nil
+}
