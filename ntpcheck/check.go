@@ -19,8 +19,10 @@ const hour24 = 24 * time.Hour
 // Sample is one query's result: a response, an error, or both (a response
 // that failed authentication).
 type Sample struct {
+	// Response is the server's answer; nil when none arrived.
 	Response *ntp.Response
-	Err      error
+	// Err is the query's error; nil on success.
+	Err error
 }
 
 // Check queries every server in cfg concurrently, Samples times each, and

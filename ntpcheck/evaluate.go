@@ -292,14 +292,17 @@ func aheadBehind(ahead time.Duration) string {
 
 // fmtDur formats a duration for people: microseconds below a second,
 // milliseconds above.
-func fmtDur(d time.Duration) string {
+func fmtDur(d time.Duration) string { return roundDur(d).String() }
+
+// roundDur rounds d to the precision fmtDur shows.
+func roundDur(d time.Duration) time.Duration {
 	switch {
 	case abs(d) >= time.Minute:
-		return d.Round(time.Second).String()
+		return d.Round(time.Second)
 	case abs(d) >= time.Second:
-		return d.Round(time.Millisecond).String()
+		return d.Round(time.Millisecond)
 	}
-	return d.Round(time.Microsecond).String()
+	return d.Round(time.Microsecond)
 }
 
 // fmtAbout formats a time to go, in days and hours beyond two days.
@@ -312,7 +315,7 @@ func fmtAbout(d time.Duration) string {
 
 // fmtSigned is fmtDur with an explicit sign.
 func fmtSigned(d time.Duration) string {
-	if d > 0 {
+	if d = roundDur(d); d > 0 {
 		return "+" + fmtDur(d)
 	}
 	return fmtDur(d)

@@ -39,12 +39,15 @@ func WriteText(w io.Writer, r Report) error {
 	tw.Flush()
 	b.WriteString("\n")
 	if r.Usable > 0 {
-		how := "ahead of NTP time"
-		if r.Offset > 0 {
-			how = "behind NTP time"
+		how := fmtDur(abs(r.Offset)) + " ahead of NTP time"
+		switch off := roundDur(r.Offset); {
+		case off == 0:
+			how = "in step with NTP time (within 1µs)"
+		case off > 0:
+			how = fmtDur(off) + " behind NTP time"
 		}
-		fmt.Fprintf(&b, "host clock: %s %s (offset %s, median of %d usable, spread %s)\n",
-			fmtDur(abs(r.Offset)), how, fmtSigned(r.Offset), r.Usable, fmtDur(r.Spread))
+		fmt.Fprintf(&b, "host clock: %s (offset %s, median of %d usable, spread %s)\n",
+			how, fmtSigned(r.Offset), r.Usable, fmtDur(r.Spread))
 	} else {
 		b.WriteString("host clock: unknown (no usable server)\n")
 	}

@@ -101,10 +101,13 @@ const (
 // Finding is one thing the check found, with what it means for the
 // generator.
 type Finding struct {
+	// Severity ranks it; an Error fails the check.
 	Severity Severity `json:"severity"`
-	Code     Code     `json:"code"`
+	// Code names its kind, for machines.
+	Code Code `json:"code"`
 	// Server is the server concerned; empty for a finding about the host.
-	Server  string `json:"server,omitempty"`
+	Server string `json:"server,omitempty"`
+	// Message says what was found and what it means for the generator.
 	Message string `json:"message"`
 }
 
@@ -198,15 +201,16 @@ type ServerResult struct {
 }
 
 // Limits are the settings a report was judged against, defaults filled in.
+// Each field means what the Config field of the same name does.
 type Limits struct {
-	StepThreshold time.Duration
-	MaxOffset     time.Duration
-	MaxSpread     time.Duration
-	MaxDistance   time.Duration
-	MaxMinError   time.Duration
-	Policy        generator.Policy
-	MaxWait       time.Duration
-	MaxLead       time.Duration
+	StepThreshold time.Duration    // offset beyond which a correction steps
+	MaxOffset     time.Duration    // the budget
+	MaxSpread     time.Duration    // allowed disagreement between servers
+	MaxDistance   time.Duration    // sanity bound on root distance
+	MaxMinError   time.Duration    // sanity bound on minimum error
+	Policy        generator.Policy // the generator's rewind policy
+	MaxWait       time.Duration    // the generator's wait bound
+	MaxLead       time.Duration    // the generator's logical lead bound
 }
 
 // Report is the result of one check.
