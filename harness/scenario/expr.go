@@ -158,6 +158,9 @@ type Expr struct {
 	During string
 	// Expected is true for an expectation of a negative control.
 	Expected bool
+	// Informational is true for an invariant shown for a negative control
+	// without deciding its verdict (see Scenario.ChecksFor).
+	Informational bool
 	// Line is the expression's line.
 	Line int
 }

@@ -778,6 +778,9 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 		}
 		if e, ok := m["for"]; ok {
 			f.For, _ = p.duration(e.val, path+".for", false)
+			if f.For == 0 && f.Kind == KindPause {
+				p.errorf(e.val, path+".for", "a pause must last a positive time")
+			}
 		}
 		if e, ok := m["window"]; ok {
 			f.Window, _ = p.duration(e.val, path+".window", false)

@@ -60,12 +60,12 @@ func TestParseFull(t *testing.T) {
 	for _, c := range checks {
 		subjects = append(subjects, c.Subject())
 	}
-	want := "availability during step,lead max,wait max,gap during big,duplicates,lag p99"
+	want := "duplicates,lag p99,availability during step,lead max,wait max,gap during big"
 	if strings.Join(subjects, ",") != want {
 		t.Fatalf("checks = %s", strings.Join(subjects, ","))
 	}
-	if !checks[len(checks)-1].Expected || checks[0].Expected {
-		t.Fatal("Expected flags")
+	if !checks[0].Expected || checks[len(checks)-1].Expected || !checks[len(checks)-1].Informational {
+		t.Fatal("Expected/Informational flags")
 	}
 	if s.Simulation.Budget != 50000 || s.Simulation.Service != time.Microsecond {
 		t.Fatalf("simulation: %+v", s.Simulation)

@@ -427,28 +427,28 @@ func (s *Scenario) FaultsNamed(x string) []Fault {
 	return out
 }
 
-// ChecksFor returns the expressions that decide a target's verdict: the
-// scenario's invariants, except those on a metric (and window) the
-// target's expectation restates, followed by the expectation's
-// expressions (marked Expected).
+// ChecksFor returns the expressions a target is judged by. For a target
+// without an expectation: the scenario's invariants. For a negative
+// control (a target with an expectation): its expectations decide the
+// verdict (marked Expected), and the invariants on other subjects follow,
+// marked Informational: they are measured and shown but do not count.
 func (s *Scenario) ChecksFor(target string) []Expr {
 	exp, ok := s.ExpectationFor(target)
 	if !ok {
 		return append([]Expr(nil), s.Invariants...)
 	}
 	restated := map[string]bool{}
+	var out []Expr
 	for _, e := range exp.Exprs {
 		restated[e.Subject()] = true
-	}
-	var out []Expr
-	for _, e := range s.Invariants {
-		if !restated[e.Subject()] {
-			out = append(out, e)
-		}
-	}
-	for _, e := range exp.Exprs {
 		e.Expected = true
 		out = append(out, e)
+	}
+	for _, e := range s.Invariants {
+		if !restated[e.Subject()] {
+			e.Informational = true
+			out = append(out, e)
+		}
 	}
 	return out
 }

@@ -1,0 +1,191 @@
+package harness
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/verify"
+)
+
+// evaluate decides every check of a target from the verifier's result and
+// the faults' confirmation.
+//
+// A figure that breaks an invariant is a failure even when a fault could
+// not be confirmed (a duplicate is a duplicate). A figure that keeps it is
+// only a pass when every fault the check depends on (the one named by
+// "during", or every fault for a whole-run check) was confirmed; otherwise
+// it is unknown. For an expectation of a negative control it is the other
+// way round: catching the target passes, not catching it is unknown when
+// a fault went unconfirmed. A figure with nothing to measure (no requests
+// in the window, no IDs for a lead) is unknown.
+func evaluate(s *scenario.Scenario, targetName string, vr verify.Result, faults []FaultResult) []Check {
+	var out []Check
+	for _, e := range s.ChecksFor(targetName) {
+		c := Check{Expr: e.Text, Expected: e.Expected, Info: e.Informational, Line: e.Line}
+		v, ok, why := figure(s, e, vr)
+		if !ok {
+			c.Verdict, c.Observed, c.Reason = Unknown, "-", why
+			out = append(out, c)
+			continue
+		}
+		c.Observed = e.Format(v)
+		holds := e.Holds(v)
+		affected := map[string]bool{}
+		for _, f := range s.Faults {
+			affected[f.Name] = e.During == ""
+		}
+		for _, f := range s.FaultsNamed(e.During) {
+			affected[f.Name] = true
+		}
+		var unconfirmed []string
+		for i, f := range s.Faults {
+			if affected[f.Name] && i < len(faults) && !faults[i].Confirmed {
+				unconfirmed = append(unconfirmed, f.Name)
+			}
+		}
+		switch {
+		case holds && (len(unconfirmed) == 0 || e.Expected):
+			c.Verdict = Pass
+		case !holds && (len(unconfirmed) == 0 || !e.Expected):
+			c.Verdict = Fail
+		default:
+			c.Verdict = Unknown
+			c.Reason = "fault not confirmed: " + strings.Join(unconfirmed, ", ")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// figure returns the observed value of the expression's metric, over the
+// whole run or its windows.
+func figure(s *scenario.Scenario, e scenario.Expr, vr verify.Result) (float64, bool, string) {
+	if e.During == "" {
+		return wholeRun(e, vr)
+	}
+	names := map[string]bool{}
+	for _, f := range s.FaultsNamed(e.During) {
+		names[f.Name] = true
+	}
+	var ws []verify.WindowResult
+	for _, w := range vr.Windows {
+		if names[w.Name] {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) == 0 {
+		return 0, false, fmt.Sprintf("no window %q", e.During)
+	}
+	var acc float64
+	first := true
+	for _, w := range ws {
+		v, ok, why := windowFigure(e, w)
+		if !ok {
+			return 0, false, why
+		}
+		switch {
+		case first:
+			acc = v
+		case e.Metric == scenario.MetricAvailability:
+			acc = min(acc, v) // the worst window
+		case e.Unit() == scenario.UnitCount:
+			acc += v
+		default:
+			acc = max(acc, v)
+		}
+		first = false
+	}
+	return acc, true, ""
+}
+
+func stat(d verify.Dist, st scenario.Stat) float64 {
+	switch st {
+	case scenario.StatP99:
+		return float64(d.P99)
+	case scenario.StatP50:
+		return float64(d.P50)
+	}
+	return float64(d.Max)
+}
+
+func wholeRun(e scenario.Expr, vr verify.Result) (float64, bool, string) {
+	switch e.Metric {
+	case scenario.MetricDuplicates:
+		return float64(vr.Duplicates), true, ""
+	case scenario.MetricOrder:
+		return float64(vr.OrderViolations), true, ""
+	case scenario.MetricRestart:
+		return float64(vr.RestartViolations), true, ""
+	case scenario.MetricIDs:
+		return float64(vr.IDs), true, ""
+	case scenario.MetricRefusals:
+		return float64(vr.Calls.Total - vr.Calls.OK), true, ""
+	case scenario.MetricAvailability:
+		if vr.Calls.Total == 0 {
+			return 0, false, "no requests"
+		}
+		return vr.Calls.Availability(), true, ""
+	case scenario.MetricGap:
+		var g time.Duration
+		for _, is := range vr.Issuers {
+			g = max(g, is.LongestGap)
+		}
+		return float64(g), true, ""
+	case scenario.MetricLead:
+		if vr.Lead.Count == 0 {
+			return 0, false, "no IDs issued"
+		}
+		return stat(vr.Lead, e.Stat), true, ""
+	case scenario.MetricLag:
+		if vr.Lag.Count == 0 {
+			return 0, false, "no IDs issued"
+		}
+		return stat(vr.Lag, e.Stat), true, ""
+	case scenario.MetricWait:
+		if vr.Wait.Count == 0 {
+			return 0, false, "no requests"
+		}
+		return stat(vr.Wait, e.Stat), true, ""
+	}
+	return 0, false, "unknown metric " + string(e.Metric)
+}
+
+func windowFigure(e scenario.Expr, w verify.WindowResult) (float64, bool, string) {
+	none := fmt.Sprintf("no requests during %s", w.Name)
+	switch e.Metric {
+	case scenario.MetricDuplicates:
+		return float64(w.Duplicates), true, ""
+	case scenario.MetricIDs:
+		return float64(w.Lead.Count), true, ""
+	case scenario.MetricRefusals:
+		return float64(w.Calls.Total - w.Calls.OK), true, ""
+	case scenario.MetricAvailability:
+		if w.Calls.Total == 0 {
+			return 0, false, none
+		}
+		return w.Calls.Availability(), true, ""
+	case scenario.MetricGap:
+		if w.Calls.Total == 0 {
+			return 0, false, none
+		}
+		return float64(w.LongestIssuerGap), true, ""
+	case scenario.MetricLead:
+		if w.Lead.Count == 0 {
+			return 0, false, fmt.Sprintf("no IDs issued during %s", w.Name)
+		}
+		return stat(w.Lead, e.Stat), true, ""
+	case scenario.MetricLag:
+		if w.Lag.Count == 0 {
+			return 0, false, fmt.Sprintf("no IDs issued during %s", w.Name)
+		}
+		return stat(w.Lag, e.Stat), true, ""
+	case scenario.MetricWait:
+		if w.Wait.Count == 0 {
+			return 0, false, none
+		}
+		return stat(w.Wait, e.Stat), true, ""
+	}
+	return 0, false, fmt.Sprintf("%s is not measured per window", e.Metric)
+}

@@ -1,0 +1,79 @@
+package harness
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/verify"
+)
+
+// historyWriter writes one NDJSON line per request:
+//
+//	{"scenario":"step-back-small","target":"wait","t":2.000213,"ref":"2026-06-30T23:59:32.000213Z",
+//	 "node":"a","incarnation":0,"client":3,"outcome":"ok","wait":0,"ids":["1234"]}
+//
+// t is the offset of the answer from the run's start and ref the reference
+// (true) time of the answer; wait is from arrival to answer, in seconds;
+// failed requests carry "error" and the IDs returned before failing, if
+// any. IDs are strings, as JSON numbers lose precision above 2^53.
+type historyWriter struct {
+	w   *bufio.Writer
+	buf []byte
+	err error
+}
+
+func newHistoryWriter(w io.Writer) *historyWriter {
+	return &historyWriter{w: bufio.NewWriterSize(w, 1<<16)}
+}
+
+func (h *historyWriter) write(r *run, sl *slot, incarnation, client int, arrive, end time.Duration, ids []generator.ID, o verify.Outcome, err error) {
+	if h.err != nil {
+		return
+	}
+	b := h.buf[:0]
+	b = append(b, `{"scenario":`...)
+	b = strconv.AppendQuote(b, r.s.Name)
+	b = append(b, `,"target":`...)
+	b = strconv.AppendQuote(b, r.st.Name)
+	b = append(b, `,"t":`...)
+	b = strconv.AppendFloat(b, end.Seconds(), 'f', -1, 64)
+	b = append(b, `,"ref":"`...)
+	b = time.Unix(0, r.startNs+int64(end)).UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","node":`...)
+	b = strconv.AppendQuote(b, sl.name)
+	b = append(b, `,"incarnation":`...)
+	b = strconv.AppendInt(b, int64(incarnation), 10)
+	b = append(b, `,"client":`...)
+	b = strconv.AppendInt(b, int64(client), 10)
+	b = append(b, `,"outcome":"`...)
+	b = append(b, o.String()...)
+	b = append(b, `","wait":`...)
+	b = strconv.AppendFloat(b, (end - arrive).Seconds(), 'f', -1, 64)
+	b = append(b, `,"ids":[`...)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = strconv.AppendInt(b, int64(id), 10)
+		b = append(b, '"')
+	}
+	b = append(b, ']')
+	if err != nil {
+		b = append(b, `,"error":`...)
+		b = strconv.AppendQuote(b, err.Error())
+	}
+	b = append(b, "}\n"...)
+	h.buf = b
+	_, h.err = h.w.Write(b)
+}
+
+func (h *historyWriter) flush() error {
+	if h.err != nil {
+		return h.err
+	}
+	return h.w.Flush()
+}

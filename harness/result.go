@@ -1,0 +1,268 @@
+package harness
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/snowchaos/snowchaos/harness/scenario"
+)
+
+// Verdict is the outcome of one check, one run or a whole report.
+type Verdict string
+
+// Verdicts.
+const (
+	// Pass: the check held (for an expectation: the harness caught the
+	// known-bad target doing what it must be caught doing).
+	Pass Verdict = "pass"
+	// Fail: the check did not hold.
+	Fail Verdict = "fail"
+	// Unknown: the check could not be decided, for example because a
+	// fault it depends on could not be confirmed, or nothing was measured.
+	Unknown Verdict = "unknown"
+)
+
+// worse returns the worse of two verdicts: fail > unknown > pass.
+func worse(a, b Verdict) Verdict {
+	rank := func(v Verdict) int {
+		switch v {
+		case Fail:
+			return 2
+		case Unknown:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+// Duration is a time.Duration that marshals to JSON as seconds.
+type Duration time.Duration
+
+// MarshalJSON writes the duration in seconds.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, time.Duration(d).Seconds(), 'g', -1, 64), nil
+}
+
+// String renders the duration readably.
+func (d Duration) String() string { return scenario.FormatDuration(time.Duration(d)) }
+
+// Report is the result of running a suite.
+type Report struct {
+	// Mode is the mode the runs used ("simulated" or "real").
+	Mode scenario.Mode `json:"mode"`
+	// Scenarios are the results, in suite order.
+	Scenarios []*ScenarioResult `json:"scenarios"`
+	// Verdict is the worst verdict of every run.
+	Verdict Verdict `json:"verdict"`
+	// Stopped is true when --fail-fast stopped the suite early.
+	Stopped bool `json:"stopped,omitempty"`
+	// Summary counts runs by verdict.
+	Summary Summary `json:"summary"`
+}
+
+// Summary counts runs (scenario x target) by verdict.
+type Summary struct {
+	Runs    int `json:"runs"`
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Unknown int `json:"unknown"`
+	Skipped int `json:"skipped"`
+}
+
+// ExitCode maps a report to the process exit code: 0 when every verdict is
+// as expected, 1 when any check failed, 2 when any is unknown.
+func (r *Report) ExitCode() int {
+	switch r.Verdict {
+	case Fail:
+		return 1
+	case Unknown:
+		return 2
+	}
+	return 0
+}
+
+// ScenarioResult is one scenario's runs, one per target.
+type ScenarioResult struct {
+	Name        string             `json:"name"`
+	File        string             `json:"file"`
+	Description string             `json:"description,omitempty"`
+	Seed        int64              `json:"seed"`
+	Duration    Duration           `json:"duration_seconds"`
+	Faults      []FaultSpec        `json:"faults"`
+	Runs        []*Result          `json:"runs"`
+	Verdict     Verdict            `json:"verdict"`
+	Scenario    *scenario.Scenario `json:"-"`
+}
+
+// FaultSpec is a fault as scheduled, for reports.
+type FaultSpec struct {
+	Name  string   `json:"name"`
+	Kind  string   `json:"kind"`
+	At    Duration `json:"at_seconds"`
+	End   Duration `json:"window_end_seconds"`
+	Nodes []string `json:"nodes"`
+}
+
+// Result is one run: a scenario against one target.
+type Result struct {
+	// Target is the row name; Use the registered target it ran.
+	Target string `json:"target"`
+	Use    string `json:"use"`
+	// KnownBad marks a reference generator.
+	KnownBad bool `json:"known_bad,omitempty"`
+	// Control is true when the scenario states what this target must be
+	// caught doing.
+	Control bool `json:"control,omitempty"`
+	// Verdict is the worst verdict of the checks.
+	Verdict Verdict `json:"verdict"`
+	// Error says why the run could not complete; the verdict is then
+	// unknown.
+	Error string `json:"error,omitempty"`
+	// Stopped is true when --fail-fast stopped the run at a duplicate.
+	Stopped bool `json:"stopped,omitempty"`
+	// Checks are the invariants and expectations, in scenario order.
+	Checks []Check `json:"checks"`
+	// Figures are the run's key figures.
+	Figures Figures `json:"figures"`
+	// Faults say whether each injected fault was confirmed.
+	Faults []FaultResult `json:"faults"`
+	// Windows are the figures per fault window.
+	Windows []WindowResult `json:"windows"`
+	// Nodes are the figures per node incarnation.
+	Nodes []NodeResult `json:"nodes"`
+	// Duplicates are the first duplicates found, with both issuers.
+	Duplicates []DuplicateResult `json:"duplicates,omitempty"`
+	// Sim describes how a simulated run sampled its load.
+	Sim *SimInfo `json:"simulation,omitempty"`
+	// Timeline is the run's time series, for the HTML report.
+	Timeline *Timeline `json:"-"`
+}
+
+// Check is one invariant or expectation and its verdict.
+type Check struct {
+	// Expr is the expression as written.
+	Expr string `json:"expr"`
+	// Expected is true for a negative control's expectation.
+	Expected bool `json:"expected,omitempty"`
+	// Info is true for an invariant shown for a negative control that does
+	// not count toward its verdict.
+	Info bool `json:"info,omitempty"`
+	// Verdict is pass, fail or unknown.
+	Verdict Verdict `json:"verdict"`
+	// Observed is the measured figure, formatted in the metric's unit.
+	Observed string `json:"observed"`
+	// Reason explains an unknown verdict.
+	Reason string `json:"reason,omitempty"`
+	// Line is the expression's line in the scenario file.
+	Line int `json:"line"`
+}
+
+// Figures are a run's key figures.
+type Figures struct {
+	Requests          uint64   `json:"requests"`
+	IDs               uint64   `json:"ids"`
+	Duplicates        uint64   `json:"duplicates"`
+	OrderViolations   uint64   `json:"order_violations"`
+	RestartViolations uint64   `json:"restart_violations"`
+	Refusals          uint64   `json:"refusals"`
+	Availability      float64  `json:"availability"`
+	MaxWait           Duration `json:"max_wait_seconds"`
+	P99Wait           Duration `json:"p99_wait_seconds"`
+	MaxLead           Duration `json:"max_lead_seconds"`
+	P99Lead           Duration `json:"p99_lead_seconds"`
+	MaxLag            Duration `json:"max_lag_seconds"`
+	P99Lag            Duration `json:"p99_lag_seconds"`
+	LongestGap        Duration `json:"longest_gap_seconds"`
+}
+
+// FaultResult says whether one fault took effect.
+type FaultResult struct {
+	Name      string   `json:"name"`
+	Kind      string   `json:"kind"`
+	At        Duration `json:"at_seconds"`
+	Confirmed bool     `json:"confirmed"`
+	// Detail says what was measured per node, e.g. "a: offset -5ms (want -5ms)".
+	Detail []string `json:"detail"`
+}
+
+// WindowResult holds the figures of one fault window.
+type WindowResult struct {
+	Name         string   `json:"name"`
+	Start        Duration `json:"start_seconds"`
+	End          Duration `json:"end_seconds"`
+	Requests     uint64   `json:"requests"`
+	Availability float64  `json:"availability"`
+	LongestGap   Duration `json:"longest_gap_seconds"`
+	Duplicates   uint64   `json:"duplicates"`
+	MaxWait      Duration `json:"max_wait_seconds"`
+	MaxLead      Duration `json:"max_lead_seconds"`
+	MaxLag       Duration `json:"max_lag_seconds"`
+}
+
+// NodeResult holds the figures of one node incarnation.
+type NodeResult struct {
+	Name         string   `json:"name"`
+	Incarnation  int      `json:"incarnation"`
+	Worker       int64    `json:"worker"`
+	Requests     uint64   `json:"requests"`
+	IDs          uint64   `json:"ids"`
+	Duplicates   uint64   `json:"duplicates"`
+	Availability float64  `json:"availability"`
+	MaxWait      Duration `json:"max_wait_seconds"`
+	MaxLead      Duration `json:"max_lead_seconds"`
+}
+
+// DuplicateResult is one ID issued twice.
+type DuplicateResult struct {
+	ID string `json:"id"`
+	// First and Second are the issuers ("name#incarnation"); At the
+	// offsets from the start at which each issued it (First's is the
+	// earliest time it may have).
+	First    string   `json:"first"`
+	FirstAt  Duration `json:"first_at_seconds"`
+	Second   string   `json:"second"`
+	SecondAt Duration `json:"second_at_seconds"`
+	// Windows are the fault windows the second issue fell in.
+	Windows []string `json:"windows,omitempty"`
+}
+
+// SimInfo describes how a simulated run sampled its load: the full rate
+// ran in the hot windows around each fault and Factor of it elsewhere.
+type SimInfo struct {
+	Budget   int      `json:"budget"`
+	Factor   float64  `json:"quiet_factor"`
+	Hot      Duration `json:"hot_seconds"`
+	HotSpans int      `json:"hot_spans"`
+	Events   uint64   `json:"events"`
+}
+
+// Timeline is a run's time series in equal buckets, for plotting.
+type Timeline struct {
+	// Bucket is the width of a bucket; Buckets their number.
+	Bucket  time.Duration
+	Buckets int
+	// Nodes are the series per node (incarnations merged).
+	Nodes []*NodeSeries
+	// Duplicates are the offsets at which duplicates were issued (capped).
+	Duplicates []time.Duration
+}
+
+// NodeSeries is one node's series.
+type NodeSeries struct {
+	Name string
+	// IDs counts IDs issued per bucket (sampled in quiet periods of a
+	// simulated run).
+	IDs []uint64
+	// Failed counts failed requests per bucket.
+	Failed []uint64
+	// Offset is the host clock's offset at the end of each bucket (NaN
+	// when unknown or down, encoded as a bool in Known).
+	Offset []time.Duration
+	Known  []bool
+	// Lead is the largest embedded-time lead per bucket.
+	Lead []time.Duration
+}

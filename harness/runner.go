@@ -1,0 +1,304 @@
+// Package harness runs scenario scripts against targets and decides, per
+// invariant, pass, fail or unknown.
+//
+// A run puts one scenario's nodes, built by one target, under the
+// scenario's load and timed faults, feeds every request to the verify
+// package's Verifier as it is answered, confirms that each fault took
+// effect by reading the node's clock offset, and evaluates the scenario's
+// invariants and expectations. Run runs a whole suite (every scenario
+// against every target it lists) and returns a Report; the report package
+// renders it.
+//
+// Simulated mode (the default) runs on virtual time with a discrete-event
+// scheduler (see sim.go): deterministic, so the same seed and scenario
+// give the same Report, and fast, because quiet periods are sampled (see
+// plan). Real mode runs on the wall clock with real goroutines.
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/telemetry"
+)
+
+// Options tunes a suite run. The zero value runs every scenario against
+// every target it lists, in each scenario's own mode.
+type Options struct {
+	// Mode, when set, overrides every scenario's mode.
+	Mode scenario.Mode
+	// Seed, when non-nil, overrides every scenario's seed.
+	Seed *int64
+	// Targets, when non-empty, runs only the targets with these names.
+	Targets []string
+	// FailFast stops a run at its first duplicate (unless the target is
+	// expected to issue duplicates) and the suite at its first failed run.
+	FailFast bool
+	// History, when set, receives an NDJSON line per request (see
+	// historyWriter), run after run in suite order.
+	History io.Writer
+	// Timeline collects the per-bucket series the HTML report plots.
+	Timeline bool
+	// Progress, when set, receives live snapshots; it is called from the
+	// runs' goroutines and must be safe for concurrent use.
+	Progress func(Progress)
+	// Metrics, when set, receives the snowchaos_* series; runs then go one
+	// at a time so the series describe one run.
+	Metrics *telemetry.HarnessMetrics
+	// Generators, when set, receives the snowflake_* series of in-process
+	// generator nodes while they run.
+	Generators *telemetry.GeneratorCollector
+	// Parallel bounds the simulated runs at once; zero means GOMAXPROCS.
+	// Real-mode runs always go one at a time.
+	Parallel int
+}
+
+// Prepare validates the suite against the options: every target exists
+// and can run its scenario in the chosen mode. Errors name file and line.
+func Prepare(suite []*scenario.Scenario, o Options) error {
+	var errs []error
+	names := map[string]string{}
+	for _, s := range suite {
+		if prev, dup := names[s.Name]; dup {
+			errs = append(errs, &scenario.Error{File: s.File, Line: s.Line, Key: "name", Msg: fmt.Sprintf("scenario %q is also defined in %s", s.Name, prev)})
+		}
+		names[s.Name] = s.File
+		mode := s.Mode
+		if o.Mode != "" {
+			mode = o.Mode
+		}
+		if err := Validate(s, mode); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return joinErrors(errs)
+}
+
+type joined []error
+
+func (j joined) Error() string {
+	s := ""
+	for i, e := range j {
+		if i > 0 {
+			s += "\n"
+		}
+		s += e.Error()
+	}
+	return s
+}
+
+func (j joined) Unwrap() []error { return j }
+
+func joinErrors(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return joined(errs)
+}
+
+// job is one scenario x target run of a suite.
+type job struct {
+	si, ti int
+	s      *scenario.Scenario
+	t      scenario.Target
+	res    *Result
+	hist   *os.File
+}
+
+// wanted reports whether the target passes the options' filter.
+func (o *Options) wanted(name string) bool {
+	if len(o.Targets) == 0 {
+		return true
+	}
+	for _, n := range o.Targets {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Run runs every scenario of the suite against each of its targets and
+// returns the report. Call Prepare first: Run assumes a valid suite (a run
+// that cannot start has an unknown verdict and says why). It returns an
+// error only when the history cannot be written.
+func Run(ctx context.Context, suite []*scenario.Scenario, o Options) (*Report, error) {
+	mode := scenario.ModeSimulated
+	rep := &Report{Verdict: Pass}
+	var jobs []*job
+	for si, s := range suite {
+		sr := &ScenarioResult{Name: s.Name, File: s.File, Description: s.Description, Seed: s.Seed, Duration: Duration(s.Duration), Verdict: Pass, Scenario: s}
+		if o.Seed != nil {
+			sr.Seed = *o.Seed
+		}
+		for _, f := range s.Faults {
+			_, end := f.Observed(s.Duration)
+			sr.Faults = append(sr.Faults, FaultSpec{Name: f.Name, Kind: string(f.Kind), At: Duration(f.At), End: Duration(end), Nodes: f.Nodes})
+		}
+		rep.Scenarios = append(rep.Scenarios, sr)
+		m := s.Mode
+		if o.Mode != "" {
+			m = o.Mode
+		}
+		if m == scenario.ModeReal {
+			mode = scenario.ModeReal
+		}
+		for ti, t := range s.Targets {
+			if o.wanted(t.Name) {
+				jobs = append(jobs, &job{si: si, ti: ti, s: s, t: t})
+			}
+		}
+	}
+	rep.Mode = mode
+	if o.Mode != "" {
+		rep.Mode = o.Mode
+	}
+
+	workers := o.Parallel
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Metrics != nil || mode == scenario.ModeReal {
+		workers = 1
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg      sync.WaitGroup
+		next    = make(chan *job)
+		stopped = false
+		mu      sync.Mutex
+	)
+	for w := 0; w < min(workers, max(len(jobs), 1)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				jo := o
+				if o.History != nil {
+					f, err := os.CreateTemp("", "snowchaos-history-*.ndjson")
+					if err == nil {
+						j.hist = f
+						jo.History = f
+					} else {
+						jo.History = nil
+					}
+				}
+				j.res = RunOne(ctx, j.s, j.t, jo)
+				if o.FailFast && j.res.Verdict == Fail {
+					mu.Lock()
+					stopped = true
+					mu.Unlock()
+					cancel()
+				}
+			}
+		}()
+	}
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+
+	var herr error
+	for _, j := range jobs {
+		sr := rep.Scenarios[j.si]
+		if j.hist != nil {
+			if _, err := j.hist.Seek(0, io.SeekStart); err == nil {
+				if _, err := io.Copy(o.History, j.hist); err != nil && herr == nil {
+					herr = err
+				}
+			}
+			j.hist.Close()
+			os.Remove(j.hist.Name())
+		}
+		rep.Summary.Runs++
+		if j.res == nil {
+			rep.Summary.Skipped++
+			continue
+		}
+		if stopped && j.res.Error != "" && ctx.Err() != nil && j.res.Verdict != Fail {
+			// Interrupted by fail-fast: counts as skipped.
+			rep.Summary.Skipped++
+			continue
+		}
+		sr.Runs = append(sr.Runs, j.res)
+		sr.Verdict = worse(sr.Verdict, j.res.Verdict)
+		switch j.res.Verdict {
+		case Pass:
+			rep.Summary.Passed++
+		case Fail:
+			rep.Summary.Failed++
+		default:
+			rep.Summary.Unknown++
+		}
+	}
+	for _, sr := range rep.Scenarios {
+		if len(sr.Runs) == 0 {
+			sr.Verdict = Unknown
+		}
+		rep.Verdict = worse(rep.Verdict, sr.Verdict)
+	}
+	if stopped {
+		rep.Stopped = true
+		rep.Verdict = worse(rep.Verdict, Fail)
+	}
+	if ctx.Err() != nil && !stopped {
+		rep.Verdict = worse(rep.Verdict, Unknown)
+	}
+	if len(jobs) == 0 {
+		rep.Verdict = Unknown
+	}
+	return rep, herr
+}
+
+// RunOne runs one scenario against one of its targets. It never panics:
+// a panic in a target ends the run with an unknown verdict and the stack
+// in Error.
+func RunOne(ctx context.Context, s *scenario.Scenario, t scenario.Target, o Options) (res *Result) {
+	res = &Result{Target: t.Name, Use: t.Use, Verdict: Unknown}
+	if _, ok := s.ExpectationFor(t.Name); ok {
+		res.Control = true
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			res.Verdict = Unknown
+			res.Error = fmt.Sprintf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	r, err := newRun(ctx, s, t, &o)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.KnownBad = r.info.KnownBad
+	if o.History != nil {
+		r.hist = newHistoryWriter(o.History)
+		defer func() {
+			if err := r.hist.flush(); err != nil && res.Error == "" {
+				res.Error = "history: " + err.Error()
+			}
+		}()
+	}
+	if r.mode == scenario.ModeReal {
+		runReal(r, res)
+	} else {
+		runSimulated(r, res)
+	}
+	if res.Error != "" {
+		res.Verdict = worse(res.Verdict, Unknown)
+	}
+	return res
+}

@@ -1,0 +1,319 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/snowchaos/snowchaos/faults"
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/reference"
+	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/lease"
+)
+
+// InProcessName is the name of the in-process generator target.
+const InProcessName = "inprocess"
+
+func init() {
+	Register(&InProcess{})
+	for _, r := range reference.All() {
+		Register(&InProcess{Reference: r.Name})
+	}
+}
+
+// InProcess runs nodes in this process on a faults.Clock over the host's
+// base clock: the generator package with the NodeSpec's policy, layout,
+// checkpoint and lease when Reference is empty, else the named known-bad
+// reference generator (which ignores checkpoint, lease and policy: that is
+// its bug). Every fault kind is supported.
+type InProcess struct {
+	// Reference names a reference generator ("bad-no-rewind-check"); empty
+	// runs the generator package.
+	Reference string
+}
+
+var _ Target = (*InProcess)(nil)
+
+// Info implements Target.
+func (t *InProcess) Info() Info {
+	caps := Capabilities{Faults: scenario.Kinds(), Simulated: true, OffsetTolerance: time.Microsecond}
+	if t.Reference == "" {
+		caps.Checkpoint = true
+		caps.Leases = []string{scenario.LeaseMemory}
+		return Info{Name: InProcessName, Doc: "the generator package in this process, with the node's policy, layout, checkpoint and lease", Caps: caps}
+	}
+	for _, r := range reference.All() {
+		if r.Name == t.Reference {
+			return Info{Name: r.Name, Doc: "known-bad: " + r.Bug + " (caught by " + r.CaughtBy + ")", KnownBad: true, Caps: caps}
+		}
+	}
+	return Info{Name: t.Reference, Doc: "unknown reference generator", KnownBad: true, Caps: caps}
+}
+
+// Start implements Target.
+func (t *InProcess) Start(ctx context.Context, spec NodeSpec, env Env) (Node, error) {
+	if env.Base == nil {
+		return nil, fmt.Errorf("%w: no base clock", ErrUnsupported)
+	}
+	n := &procNode{t: t, spec: spec, env: env, clock: faults.New(env.Base)}
+	n.clock.Step(spec.ClockOffset)
+	if err := n.Start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// issuer is what both the generator and the reference generators offer.
+type issuer interface {
+	NextNContext(ctx context.Context, dst []generator.ID) (int, error)
+	Close() error
+}
+
+// procNode is an in-process node and its host (clock and disk).
+type procNode struct {
+	t     *InProcess
+	spec  NodeSpec
+	env   Env
+	clock *faults.Clock
+	disk  disk
+
+	mu struct {
+		sync.RWMutex
+		gen         issuer
+		keeper      *lease.Keeper
+		worker      int64
+		pausedUntil int64 // base mono ns; 0: not paused
+	}
+}
+
+// disk is the host's persisted checkpoint: it survives restarts and is lost
+// only when wiped.
+type disk struct {
+	mu   sync.Mutex
+	mark int64
+}
+
+func (d *disk) Load() (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mark, nil
+}
+
+func (d *disk) Save(mark int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.mark = max(d.mark, mark)
+	return nil
+}
+
+func (d *disk) wipe() {
+	d.mu.Lock()
+	d.mark = 0
+	d.mu.Unlock()
+}
+
+// both persists to two checkpointers and loads the later mark.
+type both struct{ a, b generator.Checkpointer }
+
+func (c both) Load() (int64, error) {
+	x, err := c.a.Load()
+	if err != nil {
+		return 0, err
+	}
+	y, err := c.b.Load()
+	if err != nil {
+		return 0, err
+	}
+	return max(x, y), nil
+}
+
+func (c both) Save(mark int64) error {
+	if err := c.a.Save(mark); err != nil {
+		return err
+	}
+	return c.b.Save(mark)
+}
+
+// Start implements Node.
+func (n *procNode) Start(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.gen != nil {
+		return nil
+	}
+	s := generator.Settings{
+		Layout: n.spec.Layout, Node: n.spec.Worker, Policy: n.spec.Policy,
+		MaxWait: n.spec.MaxWait, MaxLead: n.spec.MaxLead, Reserve: n.spec.Reserve,
+		Clock: n.clock, Observer: n.env.Observer,
+	}
+	if n.t.Reference != "" {
+		g, err := reference.New(n.t.Reference, s)
+		if err != nil {
+			return err
+		}
+		n.mu.gen, n.mu.worker = g, s.Node
+		return nil
+	}
+	if n.spec.Checkpoint {
+		s.Checkpoint = &n.disk
+	}
+	var k *lease.Keeper
+	if n.spec.Lease == scenario.LeaseMemory {
+		if n.env.Leases == nil {
+			return fmt.Errorf("%w: node %s leases from memory but the run has no registry", ErrUnsupported, n.spec.Name)
+		}
+		var err error
+		k, err = lease.NewKeeper(lease.KeeperConfig{
+			Registry: n.env.Leases,
+			Holder:   n.spec.Host,
+			Range:    lease.NodeRange(n.spec.Layout.NodeBits),
+			Prefer:   []int64{n.spec.Worker},
+			TTL:      n.spec.LeaseTTL,
+			Clock:    n.clock,
+		})
+		if err != nil {
+			return err
+		}
+		l, err := k.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.spec.Name, err)
+		}
+		s.Node, s.Fence, s.Clock = l.WorkerID, k, k.Clock()
+		if s.Checkpoint != nil {
+			s.Checkpoint = both{s.Checkpoint, k}
+		} else {
+			s.Checkpoint = k
+		}
+	}
+	g, err := generator.New(s)
+	if err != nil {
+		if k != nil {
+			_ = k.Release(ctx)
+		}
+		return err
+	}
+	n.mu.gen, n.mu.keeper, n.mu.worker = g, k, s.Node
+	return nil
+}
+
+// Issue implements Node. During a VM pause the call waits, on the host's
+// base clock, for the pause to end, as a paused guest would.
+func (n *procNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
+	n.mu.RLock()
+	g, until := n.mu.gen, n.mu.pausedUntil
+	n.mu.RUnlock()
+	if g == nil {
+		return 0, ErrStopped
+	}
+	if until > 0 {
+		if _, mono := n.env.Base.Now(); mono < until {
+			n.env.Base.Sleep(time.Duration(until - mono))
+		}
+	}
+	return g.NextNContext(ctx, dst)
+}
+
+// Stop implements Node.
+func (n *procNode) Stop(ctx context.Context, o StopOptions) error {
+	n.mu.Lock()
+	g, k := n.mu.gen, n.mu.keeper
+	n.mu.gen, n.mu.keeper, n.mu.worker = nil, nil, -1
+	n.mu.Unlock()
+	var err error
+	if o.Graceful && g != nil {
+		err = g.Close()
+		if k != nil {
+			if e := k.Release(ctx); e != nil && err == nil {
+				err = e
+			}
+		}
+	}
+	if o.Wipe {
+		n.disk.wipe()
+	}
+	return err
+}
+
+// Clock implements Node.
+func (n *procNode) Clock() ClockControl { return procClock{n} }
+
+// Maintain implements Node: it renews the lease on the node's clock.
+func (n *procNode) Maintain(ctx context.Context) time.Duration {
+	n.mu.RLock()
+	k := n.mu.keeper
+	n.mu.RUnlock()
+	if k == nil {
+		return -1
+	}
+	return k.Tick(ctx)
+}
+
+// Worker implements Node.
+func (n *procNode) Worker() int64 {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if n.mu.gen == nil {
+		return -1
+	}
+	return n.mu.worker
+}
+
+// Close implements Node: a graceful stop.
+func (n *procNode) Close() error {
+	return n.Stop(context.Background(), StopOptions{Graceful: true})
+}
+
+// Generator returns the running generator when the node runs the
+// generator package (for metrics), else nil.
+func (n *procNode) Generator() *generator.Generator {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	g, _ := n.mu.gen.(*generator.Generator)
+	return g
+}
+
+// procClock is the ClockControl of an in-process node's host.
+type procClock struct{ n *procNode }
+
+// Apply implements ClockControl.
+func (c procClock) Apply(_ context.Context, f ClockFault) error {
+	clk := c.n.clock
+	switch f.Kind {
+	case scenario.KindStep:
+		clk.Step(f.By)
+	case scenario.KindFreeze:
+		clk.Freeze(f.For)
+	case scenario.KindLeap:
+		clk.Leap(f.At)
+	case scenario.KindSmear:
+		clk.Smear(f.By, f.Window)
+	case scenario.KindSlew:
+		clk.Slew(f.By, f.PPM)
+	case scenario.KindDrift:
+		clk.Drift(f.PPM)
+	case scenario.KindPause:
+		clk.Pause(f.For)
+		_, mono := c.n.env.Base.Now()
+		until := int64(math.MaxInt64)
+		if f.For > 0 {
+			until = mono + int64(f.For)
+		}
+		c.n.mu.Lock()
+		c.n.mu.pausedUntil = until
+		c.n.mu.Unlock()
+	case scenario.KindRevert:
+		clk.Revert()
+		c.n.mu.Lock()
+		c.n.mu.pausedUntil = 0
+		c.n.mu.Unlock()
+	default:
+		return fmt.Errorf("%w: clock fault %q", ErrUnsupported, f.Kind)
+	}
+	return nil
+}
+
+// Offset implements ClockControl.
+func (c procClock) Offset(context.Context) (time.Duration, error) { return c.n.clock.Offset(), nil }

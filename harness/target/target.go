@@ -1,0 +1,266 @@
+// Package target is what the harness runs scenarios against: a Target
+// starts Nodes, and a Node issues IDs, stops, starts again and, when the
+// target allows it, lets the harness fault its host's clock.
+//
+// The in-process targets live here: the generator package with any policy
+// and layout ("inprocess"), and the known-bad reference generators
+// ("bad-no-rewind-check", ...). HTTP nodes and child processes implement
+// the same two interfaces and register themselves with Register.
+//
+// Vocabulary: a node is one worker's generator as the scenario names it; it
+// runs on a host, which owns a clock and a disk (the checkpoint). A restart
+// stops and starts the node on the same host; a clone is a second Start
+// with the same NodeSpec on another host; a handoff stops a node and starts
+// its worker ID on another host.
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/lease"
+)
+
+// Target starts nodes of one kind of generator. Implementations are safe
+// for concurrent use.
+type Target interface {
+	// Info describes the target and what it lets the harness do.
+	Info() Info
+	// Start starts a node on a host described by spec, with env's clock
+	// and lease registry. A node whose lease cannot be acquired fails to
+	// start (the error wraps the lease error).
+	Start(ctx context.Context, spec NodeSpec, env Env) (Node, error)
+}
+
+// Info describes a target.
+type Info struct {
+	// Name is the name scenarios use for it ("inprocess",
+	// "bad-no-rewind-check").
+	Name string
+	// Doc says in a sentence what it runs.
+	Doc string
+	// KnownBad marks a reference generator that is wrong on purpose.
+	KnownBad bool
+	// Caps says what the harness may do to its nodes.
+	Caps Capabilities
+}
+
+// Capabilities says what a target lets the harness do to its nodes. The
+// harness refuses a scenario that asks for more (for example a slew on a
+// target whose clock it cannot control).
+type Capabilities struct {
+	// Faults lists the fault kinds the harness may inject.
+	Faults []scenario.Kind
+	// Simulated is true when nodes take their host clock from Env.Base,
+	// so they can run on virtual time.
+	Simulated bool
+	// Checkpoint is true when the node honours NodeSpec.Checkpoint.
+	Checkpoint bool
+	// Leases lists the lease backends the node honours.
+	Leases []string
+	// OffsetTolerance is how precisely ClockControl.Offset measures the
+	// host clock's offset; zero means DefaultOffsetTolerance.
+	OffsetTolerance time.Duration
+}
+
+// DefaultOffsetTolerance is the offset precision assumed when a target
+// states none.
+const DefaultOffsetTolerance = 100 * time.Microsecond
+
+// Supports reports whether the harness may inject fault kind k.
+func (c Capabilities) Supports(k scenario.Kind) bool {
+	for _, x := range c.Faults {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// SupportsLease reports whether the node honours lease backend b.
+func (c Capabilities) SupportsLease(b string) bool {
+	if b == "" || b == scenario.LeaseNone {
+		return true
+	}
+	for _, x := range c.Leases {
+		if x == b {
+			return true
+		}
+	}
+	return false
+}
+
+// NodeSpec is one node as the scenario (and target overrides) describe it.
+type NodeSpec struct {
+	// Name is the node's name in the scenario; a clone is "<name>-clone".
+	Name string
+	// Host identifies the host the node runs on; it is the lease holder.
+	// Restarts keep it; clones and handoffs get a new one.
+	Host string
+	// Worker is the worker ID, or with a lease the preferred one.
+	Worker int64
+	// Layout is the bit layout.
+	Layout generator.Layout
+	// Policy, MaxWait, MaxLead and Reserve configure the generator.
+	Policy                    generator.Policy
+	MaxWait, MaxLead, Reserve time.Duration
+	// Checkpoint keeps a high-water mark on the host's disk.
+	Checkpoint bool
+	// Lease is the lease backend ("none" or "memory").
+	Lease string
+	// ClockOffset is the host clock's error when the node first starts.
+	ClockOffset time.Duration
+	// LeaseTTL is the lease duration; zero means lease.DefaultTTL.
+	LeaseTTL time.Duration
+}
+
+// SpecOf returns the NodeSpec of a scenario node.
+func SpecOf(n scenario.Node) NodeSpec {
+	return NodeSpec{
+		Name: n.Name, Host: n.Name, Worker: n.Worker, Layout: n.Layout,
+		Policy: n.Policy, MaxWait: n.MaxWait, MaxLead: n.MaxLead, Reserve: n.Reserve,
+		Checkpoint: n.Checkpoint, Lease: n.Lease, ClockOffset: n.ClockOffset,
+	}
+}
+
+// Env is what the harness gives a node's host.
+type Env struct {
+	// Base is the host's true-time clock: a virtual clock per host in
+	// simulated mode, the system clock in real mode. In-process nodes
+	// build their faulted clock over it; remote nodes may ignore it.
+	Base generator.Clock
+	// Leases is the run's lease registry, shared by every node of the
+	// run; nil when no node leases.
+	Leases lease.Registry
+	// Observer, when set, receives the generator's events.
+	Observer generator.Observer
+}
+
+// Node is one running (or stopped) node. Issue may be called concurrently;
+// the lifecycle methods are called by one goroutine at a time.
+type Node interface {
+	// Issue fills dst with IDs; n < len(dst) only with an error. A
+	// stopped node fails with ErrStopped.
+	Issue(ctx context.Context, dst []generator.ID) (int, error)
+	// Stop stops the node. Everything the node held in memory is lost; a
+	// graceful stop also closes the generator (persisting its final mark)
+	// and releases its lease, and wipe loses the host's checkpoint too.
+	Stop(ctx context.Context, o StopOptions) error
+	// Start starts a stopped node again on the same host (a restart).
+	Start(ctx context.Context) error
+	// Clock returns the controls of the host's clock, or nil when the
+	// harness cannot control it.
+	Clock() ClockControl
+	// Maintain does the periodic work due now (lease renewal) and returns
+	// how long until it is due again; negative when the node needs none
+	// (or does it by itself). Simulated runs call it on virtual time.
+	Maintain(ctx context.Context) time.Duration
+	// Worker returns the worker ID the node issues with (a lease may have
+	// granted another than NodeSpec.Worker); -1 while stopped.
+	Worker() int64
+	// Close stops the node for good and frees its resources.
+	Close() error
+}
+
+// GeneratorNode is implemented by nodes that run the generator package in
+// this process; the harness reads the generator's counters for metrics.
+type GeneratorNode interface {
+	// Generator returns the running generator, or nil while stopped.
+	Generator() *generator.Generator
+}
+
+// StopOptions says how a node stops.
+type StopOptions struct {
+	// Graceful closes the generator and releases the lease (a planned
+	// shutdown, as before a handoff); otherwise the node crashes.
+	Graceful bool
+	// Wipe loses the host's persisted checkpoint too.
+	Wipe bool
+}
+
+// ClockControl applies clock faults to a node's host and measures their
+// effect.
+type ClockControl interface {
+	// Apply injects the fault now.
+	Apply(ctx context.Context, f ClockFault) error
+	// Offset returns the host clock's current offset: its wall reading
+	// minus true time. The harness compares it before and after a fault
+	// to confirm the fault took effect.
+	Offset(ctx context.Context) (time.Duration, error)
+}
+
+// ClockFault is one clock fault to apply to a host.
+type ClockFault struct {
+	// Kind is step, freeze, leap, smear, slew, drift, pause or revert.
+	Kind scenario.Kind
+	// By is the change of a step, smear or slew.
+	By time.Duration
+	// For is a freeze's or pause's length (zero: until revert).
+	For time.Duration
+	// Window is a smear's window.
+	Window time.Duration
+	// PPM is a slew's or drift's rate.
+	PPM float64
+	// At is the wall instant of a leap second.
+	At time.Time
+}
+
+// Errors.
+var (
+	// ErrStopped: the node is stopped.
+	ErrStopped = errors.New("target: node stopped")
+	// ErrUnsupported: the target cannot do what was asked.
+	ErrUnsupported = errors.New("target: unsupported")
+	// ErrUnknown: no target of that name is registered.
+	ErrUnknown = errors.New("target: unknown target")
+)
+
+var registry = struct {
+	sync.Mutex
+	m map[string]Target
+}{m: map[string]Target{}}
+
+// Register makes a target available by its Info().Name; registering a
+// name twice panics.
+func Register(t Target) {
+	registry.Lock()
+	defer registry.Unlock()
+	name := t.Info().Name
+	if _, dup := registry.m[name]; dup {
+		panic("target: duplicate target " + name)
+	}
+	registry.m[name] = t
+}
+
+// Lookup returns the registered target with the given name; the error
+// wraps ErrUnknown and lists the known names.
+func Lookup(name string) (Target, error) {
+	registry.Lock()
+	defer registry.Unlock()
+	if t, ok := registry.m[name]; ok {
+		return t, nil
+	}
+	return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknown, name, namesLocked())
+}
+
+// Names returns the registered target names, sorted.
+func Names() []string {
+	registry.Lock()
+	defer registry.Unlock()
+	return namesLocked()
+}
+
+func namesLocked() []string {
+	out := make([]string, 0, len(registry.m))
+	for n := range registry.m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
