@@ -387,6 +387,28 @@ func (p *Prom) WaitFor(ctx context.Context, q string, ok Condition) (model.Vecto
 	}
 }
 
+// WaitExemplars polls QueryExemplars (every 100ms) until it returns at
+// least n exemplars or ctx ends.
+func (p *Prom) WaitExemplars(ctx context.Context, q string, window time.Duration, n int) ([]Exemplar, error) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		exs, err := p.QueryExemplars(qctx, q, window)
+		cancel()
+		if err == nil && len(exs) >= n {
+			return exs, nil
+		}
+		select {
+		case <-p.exited:
+			return exs, fmt.Errorf("promtest: prometheus exited while waiting for exemplars of %q\n%s", q, p.Logs())
+		case <-ctx.Done():
+			return exs, fmt.Errorf("promtest: waiting for %d exemplars of %q: %w (last: %v, error %v)", n, q, ctx.Err(), exs, err)
+		case <-tick.C:
+		}
+	}
+}
+
 // WaitUp waits until every scrape target reports up == 1.
 func (p *Prom) WaitUp(ctx context.Context, targets int) error {
 	_, err := p.WaitFor(ctx, `up == 1`, Len(targets))
