@@ -32,6 +32,9 @@ type Options struct {
 	// MaxWorkerID is the table's CHECK bound on worker_id; zero:
 	// lease.MaxWorkerID. Changing it migrates the constraint.
 	MaxWorkerID int64
+	// NoMigrate skips creating and migrating the table, for read-only
+	// tools (snowchaos leases list); calls then fail if it is missing.
+	NoMigrate bool
 }
 
 // Registry is a lease.Registry on PostgreSQL. Each call is one statement
@@ -66,8 +69,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Registry, error) {
 	return r, nil
 }
 
-// New migrates the schema on pool and returns a Registry using it; the
-// caller keeps ownership of pool.
+// New migrates the schema on pool (unless opts.NoMigrate) and returns a
+// Registry using it; the caller keeps ownership of pool.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Registry, error) {
 	if opts.Schema == "" {
 		opts.Schema = "public"
@@ -113,8 +116,10 @@ SET leased_until = now(), last_issued_ms = greatest(last_issued_ms, $4)
 WHERE worker_id = $1 AND holder = $2 AND token = $3 AND leased_until > now()`,
 		list: `SELECT worker_id, holder, token, leased_until, last_issued_ms FROM ` + r.table + ` ORDER BY worker_id`,
 	}
-	if err := r.Migrate(ctx); err != nil {
-		return nil, err
+	if !opts.NoMigrate {
+		if err := r.Migrate(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/snowchaos/snowchaos/lease"
+	leaseetcd "github.com/snowchaos/snowchaos/lease/etcd"
+	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
+)
+
+func init() {
+	register(command{name: "leases", summary: "show worker-ID leases in a lease store (leases list -h)", run: runLeases})
+}
+
+const leasesUsage = `usage: snowchaos leases list --dsn DSN [flags]
+
+Lists every worker ID the lease store knows: holder, fencing token, state
+(held or free), expiry, and the last issued time recorded for it.
+
+DSN is one of
+  postgres://user@host:5432/db?sslmode=disable   (table --schema.--table)
+  etcd://host:2379[,host:2379][/prefix/]          (default prefix /snowchaos/leases/)
+
+Exit codes: 0 listed, 2 bad flags or the store unreachable.
+`
+
+// leaseRow is one line of the listing (also its JSON form).
+type leaseRow struct {
+	lease.Lease
+	State      string `json:"state"`
+	ExpiresIn  string `json:"expires_in,omitempty"`
+	LastIssued string `json:"last_issued,omitempty"`
+}
+
+func runLeases(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "list" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprint(stdout, leasesUsage)
+			return exitOK
+		}
+		fmt.Fprint(stderr, leasesUsage)
+		return exitInvalid
+	}
+	fs := flag.NewFlagSet("leases list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, leasesUsage, "\nflags:\n"); fs.PrintDefaults() }
+	dsn := fs.String("dsn", "", "lease store: postgres://... or etcd://host:port[/prefix/]")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	schema := fs.String("schema", "public", "Postgres schema of the lease table")
+	table := fs.String("table", "worker_leases", "Postgres lease table")
+	timeout := fs.Duration("timeout", 10*time.Second, "deadline for reaching the store")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitInvalid
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "snowchaos leases list: unexpected argument %q\n", fs.Arg(0))
+		return exitInvalid
+	}
+	if *dsn == "" {
+		fmt.Fprintln(stderr, "snowchaos leases list: --dsn is required")
+		return exitInvalid
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	reg, now, closeFn, err := openLeaseStore(ctx, *dsn, *schema, *table)
+	if err != nil {
+		fmt.Fprintf(stderr, "snowchaos leases list: %v\n", err)
+		return exitInvalid
+	}
+	defer closeFn()
+	ls, err := reg.List(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "snowchaos leases list: %v\n", err)
+		return exitInvalid
+	}
+	at, err := now(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "snowchaos leases list: %v\n", err)
+		return exitInvalid
+	}
+	rows := leaseRows(ls, at)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rows); err != nil {
+			fmt.Fprintf(stderr, "snowchaos leases list: %v\n", err)
+			return exitInvalid
+		}
+		return exitOK
+	}
+	writeLeaseTable(stdout, rows)
+	return exitOK
+}
+
+// leaseRows describes each lease at store time now.
+func leaseRows(ls []lease.Lease, now time.Time) []leaseRow {
+	rows := make([]leaseRow, 0, len(ls))
+	for _, l := range ls {
+		r := leaseRow{Lease: l, State: "free"}
+		if !l.ExpiredAt(now) {
+			r.State = "held"
+			r.ExpiresIn = l.LeasedUntil.Sub(now).Round(time.Millisecond).String()
+		}
+		if l.LastIssuedMs > 0 {
+			r.LastIssued = time.UnixMilli(l.LastIssuedMs).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func writeLeaseTable(w io.Writer, rows []leaseRow) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKER\tHOLDER\tTOKEN\tSTATE\tLEASED UNTIL\tEXPIRES IN\tLAST ISSUED")
+	for _, r := range rows {
+		until := "-"
+		if !r.LeasedUntil.IsZero() {
+			until = r.LeasedUntil.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", r.WorkerID, r.Holder, r.Token, r.State, until, orDash(r.ExpiresIn), orDash(r.LastIssued))
+	}
+	tw.Flush()
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "(no worker IDs recorded)")
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// openLeaseStore opens the registry a DSN names, with a function giving
+// the store's current time (Postgres: now(); etcd: this host's clock).
+func openLeaseStore(ctx context.Context, dsn, schema, table string) (lease.Registry, func(context.Context) (time.Time, error), func(), error) {
+	localNow := func(context.Context) (time.Time, error) { return time.Now(), nil }
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bad dsn: %w", err)
+	}
+	switch u.Scheme {
+	case "postgres", "postgresql":
+		r, err := leasepg.Open(ctx, dsn, leasepg.Options{Schema: schema, Table: table, NoMigrate: true})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return r, r.Now, r.Close, nil
+	case "etcd":
+		endpoints, prefix, err := parseEtcdDSN(u)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		r, err := leaseetcd.Open(endpoints, leaseetcd.Options{Prefix: prefix})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return r, localNow, func() { r.Close() }, nil
+	}
+	return nil, nil, nil, fmt.Errorf("bad dsn %q: want postgres://... or etcd://host:port", dsn)
+}
+
+// parseEtcdDSN reads etcd://host:port[,host:port...][/prefix/].
+func parseEtcdDSN(u *url.URL) (endpoints []string, prefix string, err error) {
+	if u.Host == "" {
+		return nil, "", fmt.Errorf("bad dsn %q: no etcd host", u.String())
+	}
+	for _, h := range strings.Split(u.Host, ",") {
+		if h == "" {
+			return nil, "", fmt.Errorf("bad dsn %q: empty etcd endpoint", u.String())
+		}
+		endpoints = append(endpoints, "http://"+h)
+	}
+	if u.Path != "" && u.Path != "/" {
+		prefix = u.Path
+	}
+	return endpoints, prefix, nil
+}
