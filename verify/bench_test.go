@@ -1,8 +1,12 @@
 package verify
 
 import (
+	"fmt"
+	"math"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
 )
@@ -112,4 +116,117 @@ func BenchmarkDuplicates(b *testing.B) {
 	b.Run("sparse/map", func(b *testing.B) { benchMap(b, sparse) })
 	b.Run("saturated/set", func(b *testing.B) { benchSet(b, saturated) })
 	b.Run("saturated/map", func(b *testing.B) { benchMap(b, saturated) })
+}
+
+// call is a pointer-free description of one Observation, so the
+// benchmark's input does not burden the garbage collector.
+type call struct {
+	from, to int // IDs[from:to]
+	node     int
+	ref      int64
+}
+
+func (c call) observation(ids []generator.ID) Observation {
+	return Observation{Issuer: IssuerID(c.node), Stream: uint64(c.node) + 1, RefStart: c.ref, RefEnd: c.ref + 100_000, IDs: ids[c.from:c.to:c.to]}
+}
+
+// benchVerifier feeds calls to a fresh Verifier per iteration and reports
+// per-ID cost and memory (Result.Bytes and the live heap).
+func benchVerifier(b *testing.B, nodes int, ids []generator.ID, calls []call) {
+	var vBytes, heapBytes uint64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		h0 := heapInUse()
+		v := New(Config{Windows: []Window{{Name: "w", Start: 0, End: math.MaxInt64}}})
+		for n := range nodes {
+			v.Issuer(fmt.Sprint("node-", n), 0, int64(n))
+		}
+		b.StartTimer()
+		for _, c := range calls {
+			if v.Observe(c.observation(ids)).Any() {
+				b.Fatal("false finding")
+			}
+		}
+		b.StopTimer()
+		heapBytes = heapInUse() - h0
+		vBytes = v.Result().Bytes
+		runtime.KeepAlive(v)
+		b.StartTimer()
+	}
+	reportPerID(b, len(ids), vBytes, heapBytes)
+}
+
+// verifierCalls cuts a stream into calls of up to batch IDs of one node,
+// one stream per node, with reference times in step with the IDs.
+func verifierCalls(ids []generator.ID, batch int) []call {
+	l := generator.DefaultLayout()
+	epoch := l.Epoch.UnixNano()
+	var out []call
+	for i := 0; i < len(ids); {
+		p := l.Decode(ids[i])
+		j := i + 1
+		for j-i < batch && j < len(ids) && l.Decode(ids[j]).Node == p.Node {
+			j++
+		}
+		out = append(out, call{from: i, to: j, node: int(p.Node), ref: epoch + p.Tick*int64(time.Millisecond) + 200_000})
+		i = j
+	}
+	return out
+}
+
+// BenchmarkVerifier measures the whole one-pass check: single-ID calls
+// from 1,024 interleaved nodes at one ID per ms (sparse), and batches of
+// 256 from 4 nodes at 4,096 IDs per ms (saturated).
+func BenchmarkVerifier(b *testing.B) {
+	sparse := sparseStream(1024, 2048)
+	sparseCalls := verifierCalls(sparse, 1)
+	b.Run("sparse", func(b *testing.B) { benchVerifier(b, 1024, sparse, sparseCalls) })
+	sat := saturatedNodeMajor(4, 256)
+	satCalls := verifierCalls(sat, 256)
+	b.Run("saturated-batch256", func(b *testing.B) { benchVerifier(b, 4, sat, satCalls) })
+}
+
+// saturatedNodeMajor is saturatedStream with each node's tick contiguous,
+// as a batching client sees it.
+func saturatedNodeMajor(nodes, ticks int) []generator.ID {
+	l := generator.DefaultLayout()
+	out := make([]generator.ID, 0, nodes*ticks*4096)
+	for t := range ticks {
+		for n := range nodes {
+			for s := range 4096 {
+				id, _ := l.Compose(benchBaseTick+int64(t), int64(n), int64(s))
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// BenchmarkConcurrent feeds one Concurrent from GOMAXPROCS goroutines, each
+// its own node, in batches of 256 at saturation.
+func BenchmarkConcurrent(b *testing.B) {
+	const nodes = 8
+	sat := saturatedNodeMajor(nodes, 64)
+	calls := verifierCalls(sat, 256)
+	for i := 0; i < b.N; i++ {
+		c := NewConcurrent(Config{})
+		for n := range nodes {
+			c.Issuer(fmt.Sprint("node-", n), 0, int64(n))
+		}
+		var wg sync.WaitGroup
+		for w := range nodes {
+			wg.Go(func() {
+				for _, k := range calls {
+					if k.node == w {
+						c.Observe(k.observation(sat))
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if c.Progress().Duplicates != 0 {
+			b.Fatal("false duplicate")
+		}
+	}
+	reportPerID(b, len(sat), 0, 0)
 }

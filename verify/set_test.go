@@ -192,7 +192,9 @@ func TestSetForeignLayoutIDs(t *testing.T) {
 	// IDs made with one layout fed to a Set keyed for another stay exact.
 	for _, made := range generator.Presets() {
 		for _, keyed := range generator.Presets() {
-			ids := adversarial(made, 3)["interleaved"]
+			all := adversarial(made, 3)["interleaved"]
+			// A slice of the first pass and the same slice of the repeat.
+			ids := append(append([]generator.ID(nil), all[:3000]...), all[len(all)/2:len(all)/2+3000]...)
 			checkAgainstMap(t, keyed, ids)
 		}
 	}

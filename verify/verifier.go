@@ -9,7 +9,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/snowchaos/snowchaos/generator"
 )
 
@@ -187,7 +186,6 @@ type Verifier struct {
 	workers map[int64]*workerGroup
 	owners  map[uint64]*ownerList
 	streams map[uint64]*stream
-	lastStr *stream
 
 	windows []*window
 	winHit  []int // scratch: windows containing the current call
@@ -201,8 +199,7 @@ type Verifier struct {
 	maxWaitAt            int64
 	seenRef              bool
 	firstRef, lastRef    int64
-	succ                 *roaring64.Bitmap
-	lastSucc             int64
+	succ                 buckets
 	dupDetails           []Duplicate
 	orderDetails         []OrderViolation
 	restartDetails       []RestartViolation
@@ -277,8 +274,8 @@ type issuer struct {
 	lastNode  uint64
 	lastOwner *ownerList
 
-	succ     *roaring64.Bitmap // success gap buckets
-	lastSucc int64
+	succ    buckets // success gap buckets
+	lastStr *stream // the stream of its last call
 }
 
 // block records that an issuer issued IDs within [min, max] (not
@@ -326,20 +323,18 @@ func New(cfg Config) *Verifier {
 		l = generator.DefaultLayout()
 	}
 	v := &Verifier{
-		cfg:      cfg,
-		layout:   l,
-		seqBits:  min(l.SeqBits, 63),
-		nodeMsk:  1<<min(l.NodeBits, 63) - 1,
-		details:  cfg.MaxDetails,
-		blkSpan:  int64(cfg.TimeResolution),
-		gapRes:   int64(cfg.GapResolution),
-		byName:   make(map[IssuerRef]IssuerID),
-		workers:  make(map[int64]*workerGroup),
-		owners:   make(map[uint64]*ownerList),
-		streams:  make(map[uint64]*stream),
-		succ:     roaring64.New(),
-		lastSucc: math.MinInt64,
-		pairs:    make(map[[2]IssuerID]uint64),
+		cfg:     cfg,
+		layout:  l,
+		seqBits: min(l.SeqBits, 63),
+		nodeMsk: 1<<min(l.NodeBits, 63) - 1,
+		details: cfg.MaxDetails,
+		blkSpan: int64(cfg.TimeResolution),
+		gapRes:  int64(cfg.GapResolution),
+		byName:  make(map[IssuerRef]IssuerID),
+		workers: make(map[int64]*workerGroup),
+		owners:  make(map[uint64]*ownerList),
+		streams: make(map[uint64]*stream),
+		pairs:   make(map[[2]IssuerID]uint64),
 
 		streamsWithViolation: make(map[uint64]*stream),
 	}
@@ -392,8 +387,6 @@ func (v *Verifier) Register(s IssuerSpec) IssuerID {
 		floorBy:  -1,
 		monotone: true,
 		lastNode: math.MaxUint64,
-		succ:     roaring64.New(),
-		lastSucc: math.MinInt64,
 	}
 	is.tickShift = min(l.NodeBits+l.SeqBits, 63)
 	t0 := l.TimeOf(0)
@@ -468,14 +461,8 @@ func (v *Verifier) Observe(o Observation) Found {
 	is.calls.add(o.Outcome)
 	if o.Outcome == OutcomeOK {
 		b := floorDiv(o.RefEnd, v.gapRes)
-		if b != v.lastSucc {
-			v.lastSucc = b
-			v.succ.Add(uint64(b) ^ 1<<63)
-		}
-		if b != is.lastSucc {
-			is.lastSucc = b
-			is.succ.Add(uint64(b) ^ 1<<63)
-		}
+		v.succ.add(b)
+		is.succ.add(b)
 	}
 	w := max(o.Wait, 0)
 	v.wait.add(int64(w), 1)
@@ -509,7 +496,11 @@ func (v *Verifier) observeIDs(is *issuer, o *Observation) Found {
 	var st *stream
 	v.dupAt = v.dupAt[:0]
 	if o.Stream != 0 {
-		st = v.stream(o.Stream)
+		st = is.lastStr
+		if st == nil || st.id != o.Stream {
+			st = v.stream(o.Stream)
+			is.lastStr = st
+		}
 		st.calls++
 		st.ids += uint64(len(o.IDs))
 	}
@@ -603,15 +594,11 @@ func (v *Verifier) add(is *issuer, id generator.ID) bool {
 
 // stream returns the state of stream id, creating it.
 func (v *Verifier) stream(id uint64) *stream {
-	if st := v.lastStr; st != nil && st.id == id {
-		return st
-	}
 	st := v.streams[id]
 	if st == nil {
 		st = &stream{id: id}
 		v.streams[id] = st
 	}
-	v.lastStr = st
 	return st
 }
 
@@ -904,28 +891,6 @@ type IssuerResult struct {
 	FirstRef, LastRef int64
 }
 
-// longestGap returns the longest run of buckets without a success in
-// [from, to] (reference ns), times the bucket width.
-func (v *Verifier) longestGap(bm *roaring64.Bitmap, from, to int64) time.Duration {
-	if from > to {
-		return 0
-	}
-	bf, bt := floorDiv(from, v.gapRes), floorDiv(to, v.gapRes)
-	prev, gap := bf, int64(0)
-	it := bm.Iterator()
-	it.AdvanceIfNeeded(uint64(bf) ^ 1<<63)
-	for it.HasNext() {
-		b := int64(it.Next() ^ 1<<63)
-		if b > bt {
-			break
-		}
-		gap = max(gap, b-prev)
-		prev = b
-	}
-	gap = max(gap, bt-prev)
-	return time.Duration(gap * v.gapRes)
-}
-
 // Result computes the figures so far. It costs time in proportion to the
 // number of issuers, windows and success buckets, not IDs; the Verifier
 // can keep observing afterwards.
@@ -962,19 +927,19 @@ func (v *Verifier) Result() Result {
 	}
 	slices.SortFunc(r.ViolatedStreams, func(a, b StreamResult) int { return cmp.Compare(a.Stream, b.Stream) })
 	if v.seenRef {
-		r.LongestGap = v.longestGap(v.succ, v.firstRef, v.lastRef)
+		r.LongestGap = v.succ.longestGap(v.firstRef, v.lastRef, v.gapRes)
 	}
 	for _, w := range v.windows {
 		wr := WindowResult{Window: w.Window, Calls: w.calls, Lead: w.lead.dist(), Lag: w.lag.dist(), Wait: w.wait.dist(),
 			Duplicates: w.dups, OrderViolations: w.order, RestartViolations: w.restv}
 		if v.seenRef {
-			wr.LongestGap = v.longestGap(v.succ, max(w.Start, v.firstRef), min(w.End, v.lastRef))
+			wr.LongestGap = v.succ.longestGap(max(w.Start, v.firstRef), min(w.End, v.lastRef), v.gapRes)
 		}
 		for _, is := range v.issuers {
 			if !is.seen {
 				continue
 			}
-			if g := v.longestGap(is.succ, max(w.Start, is.firstRef), min(w.End, is.lastRef)); g > wr.LongestIssuerGap {
+			if g := is.succ.longestGap(max(w.Start, is.firstRef), min(w.End, is.lastRef), v.gapRes); g > wr.LongestIssuerGap {
 				wr.LongestIssuerGap, wr.GapIssuer = g, is.ref
 			}
 		}
@@ -989,7 +954,7 @@ func (v *Verifier) Result() Result {
 			ir.MinID, ir.MaxID = is.minID, is.maxID
 		}
 		if is.seen {
-			ir.LongestGap = v.longestGap(is.succ, is.firstRef, is.lastRef)
+			ir.LongestGap = is.succ.longestGap(is.firstRef, is.lastRef, v.gapRes)
 		}
 		r.Issuers = append(r.Issuers, ir)
 	}
@@ -1003,14 +968,14 @@ func cmpRef(a, b IssuerRef) int {
 // bytes estimates the Verifier's memory: Sets, time records, gap bitmaps
 // and histograms.
 func (v *Verifier) bytes() uint64 {
-	b := v.succ.GetSizeInBytes()
+	b := v.succ.bytes()
 	hb := func(h *hist) uint64 { return uint64(cap(h.counts)) * 8 }
 	b += hb(&v.lead) + hb(&v.lag) + hb(&v.wait)
 	for _, w := range v.windows {
 		b += hb(&w.lead) + hb(&w.lag) + hb(&w.wait)
 	}
 	for _, is := range v.issuers {
-		b += is.set.Bytes() + uint64(cap(is.blocks))*uint64(unsafe.Sizeof(block{})) + is.succ.GetSizeInBytes()
+		b += is.set.Bytes() + uint64(cap(is.blocks))*uint64(unsafe.Sizeof(block{})) + is.succ.bytes()
 	}
 	b += uint64(len(v.streams)) * 96
 	return b
