@@ -200,6 +200,9 @@ type Effect struct {
 	BlockUpTo time.Duration
 	// Lead is how far IDs' embedded time runs ahead of the wall clock.
 	Lead time.Duration
+	// Stall is how long after the step a caller gets no ID: blocked or
+	// refused (zero when IDs keep flowing).
+	Stall time.Duration
 	// Covered: the policy's bound absorbs the step without failing calls.
 	Covered bool
 	// Text says it in one or two sentences.
@@ -213,10 +216,11 @@ func RewindEffect(by time.Duration, p generator.Policy, maxWait, maxLead time.Du
 	e := Effect{By: by, Policy: p}
 	switch p {
 	case generator.PolicyRefuse:
-		e.FailFor = by
+		e.FailFor, e.Stall = by, by
 		e.Text = fmt.Sprintf("Policy refuse: calls fail with ErrClockBackwards and the node reports not ready for about %s, until the clock passes the last issued ID",
 			fmtDur(by))
 	case generator.PolicyWait:
+		e.Stall = by
 		if by <= maxWait {
 			e.BlockUpTo, e.Covered = by, true
 			e.Text = fmt.Sprintf("Policy wait (max wait %s): calls block for up to %s until the clock passes the last issued ID; the bound suffices, no call fails",
@@ -232,7 +236,7 @@ func RewindEffect(by time.Duration, p generator.Policy, maxWait, maxLead time.Du
 			e.Text = fmt.Sprintf("Policy logical (max lead %s): IDs keep flowing with embedded time up to %s ahead of the wall clock (more if a sequence runs out meanwhile), the lead shrinking to zero over %s; within the bound",
 				fmtDur(maxLead), fmtDur(by), fmtDur(by))
 		} else {
-			e.Lead, e.FailFor = maxLead, by-maxLead
+			e.Lead, e.FailFor, e.Stall = maxLead, by-maxLead, by-maxLead
 			e.Text = fmt.Sprintf("Policy logical (max lead %s): beyond the bound: calls fail with ErrLeadExceeded for about %s, then IDs run up to %s ahead of the wall clock",
 				fmtDur(maxLead), fmtDur(by-maxLead), fmtDur(maxLead))
 		}

@@ -370,7 +370,9 @@ func TestRewindEffect(t *testing.T) {
 		{300 * ms, generator.PolicyLogical, time.Second, 100 * ms, 200 * ms, 0, 100 * ms, false},
 	} {
 		e := RewindEffect(tc.by, tc.p, tc.wait, tc.lead)
-		if e.FailFor != tc.fail || e.BlockUpTo != tc.block || e.Lead != tc.ahd || e.Covered != tc.covered || e.Text == "" {
+		stall := tc.fail + tc.block // no ID until the failures and the waits are over
+		if e.FailFor != tc.fail || e.BlockUpTo != tc.block || e.Lead != tc.ahd || e.Covered != tc.covered || e.Text == "" ||
+			e.Stall != stall {
 			t.Errorf("RewindEffect(%v, %v, %v, %v) = %+v", tc.by, tc.p, tc.wait, tc.lead, e)
 		}
 	}
