@@ -1,0 +1,209 @@
+package telemetry_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/telemetry"
+	"github.com/snowchaos/snowchaos/telemetry/tracing"
+)
+
+// Benchmarks of what instrumentation costs an issued ID. Each benchmark
+// runs a bare generator (no observer) and an instrumented one (the
+// telemetry observer and collector registered on a registry, tracing on
+// with a sampling SDK provider and a discarding exporter) in the same run,
+// alternating chunks, and reports both and the difference.
+
+// benchClock is a single-goroutine clock: the wall moves one tick (1ms)
+// every 1<<shift readings and Sleep moves it by d at once, so the
+// generator never blocks but does meet sequence exhaustion (and calls the
+// observer) when shift > 12.
+type benchClock struct {
+	n     int64
+	shift uint
+	base  int64
+}
+
+func newBenchClock(shift uint) *benchClock {
+	return &benchClock{shift: shift, base: generator.DefaultEpoch.Add(time.Hour).UnixNano()}
+}
+
+func (c *benchClock) Now() (int64, int64) {
+	c.n++
+	w := c.n >> c.shift * int64(time.Millisecond)
+	return c.base + w, w
+}
+
+func (c *benchClock) Sleep(d time.Duration) {
+	c.n += (int64(d) + int64(time.Millisecond) - 1) / int64(time.Millisecond) << c.shift
+}
+
+// discard is a span exporter that drops everything.
+type discard struct{}
+
+func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }
+
+// instrumented returns a generator on clk wired as snowchaos serve would
+// wire it: observer, collector on a served registry, sampling tracer.
+func instrumented(b *testing.B, clk generator.Clock, tp *sdktrace.TracerProvider) *generator.Generator {
+	b.Helper()
+	reg := telemetry.NewRegistry()
+	coll := telemetry.NewGeneratorCollector(telemetry.Options{TracerProvider: tp})
+	reg.MustRegister(coll)
+	n := coll.MustNode("")
+	g, err := generator.New(generator.Settings{Node: 5, Clock: clk, Observer: n, MaxWait: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n.Attach(g)
+	if _, err := reg.Gather(); err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+func bare(b *testing.B, clk generator.Clock) *generator.Generator {
+	b.Helper()
+	g, err := generator.New(generator.Settings{Node: 5, Clock: clk, MaxWait: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+func samplingProvider(b *testing.B) *sdktrace.TracerProvider {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(tracing.KeepRewinds(sdktrace.AlwaysSample())),
+		sdktrace.WithBatcher(discard{}))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return tp
+}
+
+// BenchmarkInstrumentationUncapped is Next on a counter clock that ticks
+// every 8192 readings: each tick's 4096 IDs run out, so the slow path,
+// Exhausted and an exhaustion Wait (histogram observation) come once per
+// 4096 IDs, as on an uncapped real node. delta_ns/ID is the
+// instrumentation's cost (target <= 3).
+func BenchmarkInstrumentationUncapped(b *testing.B) {
+	tp := samplingProvider(b)
+	plain := bare(b, newBenchClock(13))
+	instr := instrumented(b, newBenchClock(13), tp)
+	const chunk = 1 << 16
+	var tBare, tInstr time.Duration
+	var ids int
+	for b.Loop() {
+		start := time.Now()
+		for range chunk {
+			if _, err := plain.Next(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		mid := time.Now()
+		for range chunk {
+			if _, err := instr.Next(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tBare += mid.Sub(start)
+		tInstr += time.Since(mid)
+		ids += chunk
+	}
+	bn, in := float64(tBare)/float64(ids), float64(tInstr)/float64(ids)
+	b.ReportMetric(bn, "bare_ns/ID")
+	b.ReportMetric(in, "instr_ns/ID")
+	b.ReportMetric(in-bn, "delta_ns/ID")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkInstrumentationBatchSpan is NextNContext(256) under a sampled
+// "snowflake.next" span per batch (a traced HTTP request), against bare
+// NextN(256), on the counter clock: the per-ID share of a span per batch.
+func BenchmarkInstrumentationBatchSpan(b *testing.B) {
+	tp := samplingProvider(b)
+	tracer := tp.Tracer(tracing.InstrumentationName)
+	plain := bare(b, newBenchClock(5))
+	instr := instrumented(b, newBenchClock(5), tp)
+	dst := make([]generator.ID, 256)
+	const rounds = 256
+	var tBare, tInstr time.Duration
+	var ids int
+	for b.Loop() {
+		start := time.Now()
+		for range rounds {
+			if _, err := plain.NextN(dst); err != nil {
+				b.Fatal(err)
+			}
+		}
+		mid := time.Now()
+		for range rounds {
+			ctx, span := tracer.Start(context.Background(), tracing.SpanBatch)
+			if _, err := instr.NextNContext(ctx, dst); err != nil {
+				b.Fatal(err)
+			}
+			span.End()
+		}
+		tBare += mid.Sub(start)
+		tInstr += time.Since(mid)
+		ids += rounds * len(dst)
+	}
+	bn, in := float64(tBare)/float64(ids), float64(tInstr)/float64(ids)
+	b.ReportMetric(bn, "bare_ns/ID")
+	b.ReportMetric(in, "instr_ns/ID")
+	b.ReportMetric(in-bn, "delta_ns/ID")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkCappedThroughput issues IDs as fast as the system clock allows
+// (the layout's ceiling: 4096 per ms) with Next, alternating 10ms windows
+// between a bare generator and an instrumented one (metrics, plus a sampled
+// span per 1024 IDs), and reports each rate as a percentage of the ceiling
+// (target: instrumented within 1% of bare and of the ceiling).
+func BenchmarkCappedThroughput(b *testing.B) {
+	tp := samplingProvider(b)
+	tracer := tp.Tracer(tracing.InstrumentationName)
+	plain := bare(b, generator.SystemClock())
+	instr := instrumented(b, generator.SystemClock(), tp)
+	const window = 10 * time.Millisecond
+	var tBare, tInstr time.Duration
+	var nBare, nInstr int
+	run := func(g *generator.Generator, traced bool) (int, time.Duration) {
+		n := 0
+		start := time.Now()
+		for time.Since(start) < window {
+			if traced {
+				ctx, span := tracer.Start(context.Background(), tracing.SpanBatch)
+				for range 1024 {
+					if _, err := g.NextContext(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				span.End()
+			} else {
+				for range 1024 {
+					if _, err := g.Next(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			n += 1024
+		}
+		return n, time.Since(start)
+	}
+	for b.Loop() {
+		n, d := run(plain, false)
+		nBare, tBare = nBare+n, tBare+d
+		n, d = run(instr, true)
+		nInstr, tInstr = nInstr+n, tInstr+d
+	}
+	ceiling := float64(time.Millisecond) / 4096 // ns per ID
+	pb := 100 * ceiling / (float64(tBare) / float64(nBare))
+	pi := 100 * ceiling / (float64(tInstr) / float64(nInstr))
+	b.ReportMetric(pb, "bare_pct_of_ceiling")
+	b.ReportMetric(pi, "instr_pct_of_ceiling")
+	b.ReportMetric(pb-pi, "delta_pct")
+	b.ReportMetric(0, "ns/op")
+}
