@@ -130,3 +130,27 @@ func TestLeasesListPostgres(t *testing.T) {
 		t.Errorf("missing table: exit %d, stderr %q", code, errb.String())
 	}
 }
+
+func FuzzParseEtcdDSN(f *testing.F) {
+	for _, s := range []string{"etcd://127.0.0.1:2379", "etcd://a:1,b:2/p/", "etcd://", "etcd://,", "etcd://[::1]:2379/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := url.Parse(s)
+		if err != nil {
+			return
+		}
+		eps, _, err := parseEtcdDSN(u)
+		if err != nil {
+			return
+		}
+		if len(eps) == 0 {
+			t.Fatalf("parseEtcdDSN(%q) gave no endpoints and no error", s)
+		}
+		for _, e := range eps {
+			if e == "http://" {
+				t.Fatalf("parseEtcdDSN(%q) gave an empty endpoint", s)
+			}
+		}
+	})
+}
