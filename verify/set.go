@@ -63,7 +63,14 @@ func NewSet(l generator.Layout) *Set {
 	if l.TimeBits == 0 && l.NodeBits == 0 && l.SeqBits == 0 {
 		l = generator.DefaultLayout()
 	}
-	s := &Set{dir: make(map[uint32]*roaring.Bitmap), slots: make([]slot, minSlots)}
+	s := &Set{}
+	s.init(l)
+	return s
+}
+
+// init makes s an empty Set keyed for l (not zero).
+func (s *Set) init(l generator.Layout) {
+	s.dir, s.slots = make(map[uint32]*roaring.Bitmap), make([]slot, minSlots)
 	if l.TimeBits+l.NodeBits+l.SeqBits == 63 && l.TimeBits <= 63 && l.NodeBits <= 63 && l.SeqBits <= 63 {
 		s.permute = true
 		s.seqBits = l.SeqBits
@@ -78,7 +85,6 @@ func NewSet(l generator.Layout) *Set {
 	for i := range s.slots {
 		s.slots[i].max = -1
 	}
-	return s
 }
 
 // key maps an ID to its storage key, a bijection on 64-bit values: the

@@ -32,7 +32,9 @@ func (r IssuerRef) String() string { return fmt.Sprintf("%s#%d", r.Name, r.Incar
 type IssuerSpec struct {
 	// Name, Incarnation and Worker identify the issuer (see IssuerRef). A
 	// restart is the same Name with a higher Incarnation; a clone is
-	// another Name with the same Worker.
+	// another Name with the same Worker; a handoff of a worker ID to
+	// another node registers that node with an Incarnation above the last
+	// holder's, so the restart invariant covers it.
 	Name        string
 	Incarnation int
 	Worker      int64
@@ -155,6 +157,8 @@ type Config struct {
 // Found counts what one Observe call found; the harness's fail-fast mode
 // stops on the first non-zero Duplicates.
 type Found struct {
+	// Duplicates, OrderViolations and RestartViolations count the call's
+	// IDs that broke each invariant.
 	Duplicates, OrderViolations, RestartViolations int
 }
 
@@ -168,10 +172,11 @@ func (f Found) Any() bool { return f.Duplicates+f.OrderViolations+f.RestartViola
 // against reference time, availability and longest gaps overall and per
 // fault window, and the longest wait.
 //
-// It never reads a clock: all times come in Observations. Memory is a few
-// bytes per distinct ID (see Set) plus about 2 bytes per ID for the
-// per-issuer time records at the default TimeResolution, plus bounded
-// histograms. A Verifier is for one goroutine; see Concurrent for many.
+// It never reads a clock: all times come in Observations. Memory is the
+// Set's few bytes per distinct ID, plus at most 40 bytes per 32 IDs or per
+// TimeResolution of each issuer's calls for the time records (about 1.3
+// bytes per ID at one ID per ms), plus bounded histograms. A Verifier is
+// for one goroutine; see Concurrent for many.
 type Verifier struct {
 	cfg     Config
 	layout  generator.Layout
@@ -243,12 +248,13 @@ func (c *Calls) add(o Outcome) {
 type issuer struct {
 	ref IssuerRef
 	id  IssuerID
-	set *Set
+	set Set
 
 	// Layout-derived constants for embedded time.
 	tickShift uint
 	epochNs   int64
 	tickNs    int64
+	maxTick   int64 // beyond it the tick's end overflows int64
 
 	calls          Calls
 	ids, dups      uint64
@@ -269,8 +275,11 @@ type issuer struct {
 	hasSuccessor bool
 
 	// Time records: IDs issued in [min, max] during [refStart, refEnd].
+	// cur is the open block, blocks the closed ones.
+	cur       block
+	hasCur    bool
 	blocks    []block
-	monotone  bool // blocks ordered by ID with no overlap: binary search works
+	monotone  bool // blocks and cur ordered by ID with no overlap: binary search works
 	lastNode  uint64
 	lastOwner *ownerList
 
@@ -382,16 +391,20 @@ func (v *Verifier) Register(s IssuerSpec) IssuerID {
 	is := &issuer{
 		ref:      ref,
 		id:       id,
-		set:      NewSet(l),
 		floor:    -1,
 		floorBy:  -1,
 		monotone: true,
 		lastNode: math.MaxUint64,
 	}
+	if l.TimeBits == 0 && l.NodeBits == 0 && l.SeqBits == 0 {
+		l = generator.DefaultLayout()
+	}
+	is.set.init(l)
 	is.tickShift = min(l.NodeBits+l.SeqBits, 63)
 	t0 := l.TimeOf(0)
 	is.epochNs = t0.UnixNano()
 	is.tickNs = max(int64(l.TimeOf(1).Sub(t0)), 1)
+	is.maxTick = (math.MaxInt64 - is.tickNs - max(is.epochNs, 0)) / is.tickNs
 
 	g := v.workers[s.Worker]
 	if g == nil {
@@ -632,7 +645,8 @@ func (v *Verifier) orderViolation(st *stream, is *issuer, prev, id generator.ID,
 type RestartViolation struct {
 	// Issuer issued ID.
 	Issuer IssuerRef
-	ID     generator.ID
+	// ID is the offending ID.
+	ID generator.ID
 	// Floor is the largest ID a lower incarnation issued, FloorIssuer the
 	// incarnation that issued it.
 	Floor       generator.ID
@@ -654,6 +668,7 @@ func (v *Verifier) restartViolation(is *issuer, id generator.ID, o *Observation)
 
 // Duplicate is an ID issued twice.
 type Duplicate struct {
+	// ID is the repeated ID.
 	ID generator.ID
 	// First issued ID before Second did. They may be the same issuer (a
 	// generator that repeated itself, for example after a clock rewind).
@@ -700,22 +715,33 @@ func (v *Verifier) duplicate(is *issuer, id generator.ID, i int, o *Observation)
 // bracket returns the reference-time span of the calls of is that may
 // have issued id: the union of the blocks whose range holds it.
 func (is *issuer) bracket(id generator.ID) (start, end int64) {
-	bs := is.blocks
+	holds := func(b *block) bool { return b.min <= id && id <= b.max }
 	if is.monotone {
+		bs := is.blocks
 		i, _ := slices.BinarySearchFunc(bs, id, func(b block, id generator.ID) int { return cmp.Compare(b.max, id) })
-		if i < len(bs) && bs[i].min <= id {
+		if i < len(bs) && holds(&bs[i]) {
 			return bs[i].refStart, bs[i].refEnd
+		}
+		if is.hasCur && holds(&is.cur) {
+			return is.cur.refStart, is.cur.refEnd
 		}
 	}
 	found := false
-	for _, b := range bs {
-		if b.min <= id && id <= b.max {
-			if !found {
-				start, end, found = b.refStart, b.refEnd, true
-			} else {
-				start, end = min(start, b.refStart), max(end, b.refEnd)
-			}
+	note := func(b *block) {
+		if !holds(b) {
+			return
 		}
+		if !found {
+			start, end, found = b.refStart, b.refEnd, true
+		} else {
+			start, end = min(start, b.refStart), max(end, b.refEnd)
+		}
+	}
+	for i := range is.blocks {
+		note(&is.blocks[i])
+	}
+	if is.hasCur {
+		note(&is.cur)
 	}
 	if !found { // cannot happen: every issued ID is in a block
 		return is.firstRef, is.lastRef
@@ -726,30 +752,34 @@ func (is *issuer) bracket(id generator.ID) (start, end int64) {
 // record notes that is issued IDs in [lo, hi] during the call o,
 // extending the open block while it is small.
 func (v *Verifier) record(is *issuer, lo, hi generator.ID, n uint32, o *Observation) {
-	if k := len(is.blocks); k > 0 {
-		b := &is.blocks[k-1]
+	if is.hasCur {
+		b := &is.cur
 		span := max(o.RefEnd, b.refEnd) - min(o.RefStart, b.refStart)
 		if (span < v.blkSpan || b.n < minBlockIDs) && span < maxBlockSpans*v.blkSpan {
-			b.min, b.max = min(b.min, lo), max(b.max, hi)
+			if lo < b.min {
+				b.min = lo
+				if k := len(is.blocks); k > 0 && lo <= is.blocks[k-1].max {
+					is.monotone = false
+				}
+			}
+			b.max = max(b.max, hi)
 			b.refStart, b.refEnd = min(b.refStart, o.RefStart), max(b.refEnd, o.RefEnd)
 			b.n += min(n, math.MaxUint32-b.n)
-			if k > 1 && b.min <= is.blocks[k-2].max {
-				is.monotone = false
-			}
 			return
 		}
+		is.blocks = append(is.blocks, *b)
 		if lo <= b.max {
 			is.monotone = false
 		}
 	}
-	is.blocks = append(is.blocks, block{min: lo, max: hi, refStart: o.RefStart, refEnd: o.RefEnd, n: n})
+	is.cur, is.hasCur = block{min: lo, max: hi, refStart: o.RefStart, refEnd: o.RefEnd, n: n}, true
 }
 
 // leadLag records n IDs of one tick issued in call o.
 func (v *Verifier) leadLag(is *issuer, tick int64, n uint64, o *Observation) {
 	// Start of the tick, saturating so that its end still fits in int64.
 	e := is.epochNs
-	if limit := (math.MaxInt64 - is.tickNs - max(e, 0)) / is.tickNs; tick > limit {
+	if tick > is.maxTick {
 		e = math.MaxInt64 - is.tickNs
 	} else {
 		e += tick * is.tickNs
@@ -788,6 +818,8 @@ func floorDiv(n, d int64) int64 {
 
 // Progress is a cheap snapshot for live display.
 type Progress struct {
+	// Calls and IDs count what was observed; the rest count findings, as
+	// in Result.
 	Calls, IDs, Duplicates, OrderViolations, RestartViolations uint64
 }
 
@@ -813,10 +845,12 @@ type Result struct {
 	// OrderViolations counts IDs not above their stream's previous ID;
 	// Streams counts the streams checked; ViolatedStreams lists each stream
 	// with a violation, by stream ID; OrderDetails are the first ones.
-	OrderViolations   uint64
-	Streams           uint64
-	ViolatedStreams   []StreamResult
-	OrderDetails      []OrderViolation
+	OrderViolations uint64
+	Streams         uint64
+	ViolatedStreams []StreamResult
+	OrderDetails    []OrderViolation
+	// RestartViolations counts IDs not above every ID a lower incarnation
+	// of their worker issued; RestartDetails are the first ones.
 	RestartViolations uint64
 	RestartDetails    []RestartViolation
 	// Lead is, per ID, how far its embedded time certainly lay ahead of
@@ -845,13 +879,18 @@ type Result struct {
 
 // DuplicatePair counts duplicates between two issuers.
 type DuplicatePair struct {
+	// First issued the IDs before Second did.
 	First, Second IssuerRef
-	Count         uint64
+	// Count is how many IDs Second repeated.
+	Count uint64
 }
 
 // StreamResult is one stream's order figures.
 type StreamResult struct {
-	Stream                 uint64
+	// Stream is the stream's ID.
+	Stream uint64
+	// Calls and IDs count what it observed, Violations its order
+	// violations.
 	Calls, IDs, Violations uint64
 	// First is the stream's first violation.
 	First OrderViolation
@@ -860,7 +899,9 @@ type StreamResult struct {
 // WindowResult is one fault window's figures, over the calls whose
 // RefStart falls inside it.
 type WindowResult struct {
+	// Window is the window as last set.
 	Window
+	// Calls counts its calls by outcome.
 	Calls Calls
 	// LongestGap is the longest time within the window (clipped to the
 	// observed calls) in which no call succeeded; LongestIssuerGap the
@@ -868,14 +909,17 @@ type WindowResult struct {
 	// GapIssuer that issuer.
 	LongestGap, LongestIssuerGap time.Duration
 	GapIssuer                    IssuerRef
-	Lead, Lag, Wait              Dist
-	Duplicates, OrderViolations  uint64
-	RestartViolations            uint64
+	// Lead, Lag and Wait are its distributions (see Result).
+	Lead, Lag, Wait Dist
+	// Duplicates, OrderViolations and RestartViolations count its findings.
+	Duplicates, OrderViolations, RestartViolations uint64
 }
 
 // IssuerResult is one issuer's figures.
 type IssuerResult struct {
+	// IssuerRef names the issuer.
 	IssuerRef
+	// Calls counts its calls by outcome.
 	Calls Calls
 	// IDs it returned; Duplicates among them that were issued before;
 	// RestartViolations among them not above a lower incarnation's IDs.
