@@ -207,7 +207,7 @@ type Event struct {
 // KeeperStats are the Keeper's counters, for metrics. Reading them costs
 // a few atomic loads.
 type KeeperStats struct {
-	State        State
+	State        State         // current state (as State reports it)
 	WorkerID     int64         // -1 when no lease is held
 	Token        int64         // fencing token of the current lease
 	LeasedUntil  time.Time     // store expiry of the current lease

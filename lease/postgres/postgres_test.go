@@ -190,9 +190,12 @@ func TestKeeperFencesWhenStoreGoesAway(t *testing.T) {
 	if _, err := adm.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); err != nil {
 		t.Fatalf("create role: %v", err)
 	}
-	t.Cleanup(func() {
+	t.Cleanup(func() { // before the schema's cleanup: the role owns it
 		adm.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", role)
-		adm.Exec(ctx, "DROP ROLE IF EXISTS "+role)
+		adm.Exec(ctx, "DROP SCHEMA IF EXISTS "+s+" CASCADE")
+		if _, err := adm.Exec(ctx, "DROP ROLE IF EXISTS "+role); err != nil {
+			t.Errorf("drop role %s: %v", role, err)
+		}
 	})
 	if _, err := adm.Exec(ctx, "CREATE SCHEMA "+s+" AUTHORIZATION "+role); err != nil {
 		t.Fatalf("create schema: %v", err)
