@@ -87,8 +87,8 @@ const (
 	ReasonClosed         = "closed"          // the generator was closed
 	ReasonLifetime       = "lifetime"        // the time field overflowed
 	ReasonBeforeEpoch    = "before_epoch"    // the clock reads before the epoch
-	ReasonCanceled       = "canceled"        // the caller's context was canceled
-	ReasonDeadline       = "deadline"        // the caller's context deadline passed
+	ReasonCanceled       = "canceled"        // the caller's context was canceled (takes precedence over wait_exceeded)
+	ReasonDeadline       = "deadline"        // the caller's context deadline passed (takes precedence over wait_exceeded)
 	ReasonOther          = "other"           // anything else
 )
 
@@ -105,6 +105,8 @@ var refusalReasons = [numReasons]string{
 func RefusalReasons() []string { return append([]string(nil), refusalReasons[:]...) }
 
 // RefusalReason classifies a generator error into one of RefusalReasons.
+// An error carrying the caller's context error is "canceled" or "deadline"
+// even though the generator wraps it in ErrWaitExceeded.
 func RefusalReason(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -385,6 +387,10 @@ type NodeMetrics struct {
 		src  Source
 		base generator.Stats // counters of generators Attach replaced or Detach released
 		info []string        // worker_info label values of src
+		// detached is the generator the last Detach released and
+		// detachedStats the counters it then added to base.
+		detached      Source
+		detachedStats generator.Stats
 	}
 }
 
@@ -401,32 +407,44 @@ func (n *NodeMetrics) Name() string {
 // Attach makes g the generator read at scrape time and records its worker
 // info. When it replaces an earlier generator (a restart), or follows a
 // Detach, the earlier counters are carried over, so the node's counters
-// never go backwards and stay in step with its histograms.
+// never go backwards and stay in step with its histograms. Attaching the
+// generator already attached changes nothing, and re-attaching the
+// generator just detached takes its counts back rather than counting them
+// twice.
 func (n *NodeMetrics) Attach(g Source) {
-	if n == nil {
+	if n == nil || g == nil {
 		return
 	}
 	info := workerInfo(g.Settings())
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.mu.src != nil {
+	switch {
+	case n.mu.src == g:
+	case n.mu.src == nil && n.mu.detached == g:
+		n.mu.base = subCounters(n.mu.base, n.mu.detachedStats)
+	case n.mu.src != nil:
 		n.mu.base = addCounters(n.mu.base, n.mu.src.Stats())
 	}
+	n.mu.detached, n.mu.detachedStats = nil, generator.Stats{}
 	n.mu.src = g
 	n.mu.info = info
 }
 
 // Detach stops reading the attached generator (it stopped or crashed),
-// keeping its counters; the node reports not ready until the next Attach.
+// keeping its counters; the node reports not ready and exports no worker
+// info until the next Attach.
 func (n *NodeMetrics) Detach() {
 	if n == nil {
 		return
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.mu.src != nil {
-		n.mu.base = addCounters(n.mu.base, n.mu.src.Stats())
+	if n.mu.src == nil {
+		return
 	}
+	st := n.mu.src.Stats()
+	n.mu.base = addCounters(n.mu.base, st)
+	n.mu.detached, n.mu.detachedStats = n.mu.src, st
 	n.mu.src = nil
 	n.mu.info = nil
 }
@@ -467,6 +485,20 @@ func addCounters(base, s generator.Stats) generator.Stats {
 		s.MaxLead = base.MaxLead
 	}
 	return s
+}
+
+// subCounters undoes addCounters(base, s) for the counters; the gauges of
+// base stay.
+func subCounters(base, s generator.Stats) generator.Stats {
+	base.Issued -= s.Issued
+	base.RewindsWaited -= s.RewindsWaited
+	base.RewindsLogical -= s.RewindsLogical
+	base.RewindsRefused -= s.RewindsRefused
+	base.Exhaustions -= s.Exhaustions
+	base.Refusals -= s.Refusals
+	base.CheckpointWrites -= s.CheckpointWrites
+	base.CheckpointErrors -= s.CheckpointErrors
+	return base
 }
 
 // workerInfo returns the snowflake_worker_info label values of s: the

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -592,6 +593,53 @@ func TestMetricsDocumented(t *testing.T) {
 		typ := strings.ToLower(mf.GetType().String())
 		if !strings.Contains(row, "| "+typ) {
 			t.Errorf("METRICS.md row for %s does not say %s:\n%s", name, typ, row)
+		}
+	}
+}
+
+// TestConcurrentScrape scrapes while generators issue, rewind, restart
+// and refuse, for the race detector.
+func TestConcurrentScrape(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	gc := telemetry.NewGeneratorCollector(telemetry.Options{PerNode: true, KeptSpanGap: -1})
+	reg.MustRegister(gc)
+	clk := newScriptClock()
+	n := gc.MustNode("n")
+	g := newGen(t, clk, n, generator.PolicyLogical, 1)
+	n.Attach(g)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				_, _ = g.Next()
+				if i%100 == 0 {
+					clk.step(-2 * time.Millisecond)
+					clk.advance(3 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	for restarts := 0; ; restarts++ {
+		if _, err := reg.Gather(); err != nil {
+			t.Fatal(err)
+		}
+		if restarts%10 == 0 {
+			n.Attach(g) // re-attaching the same generator must not double-count
+			n.Detach()
+			n.Attach(g)
+		}
+		select {
+		case <-done:
+			if got, want := n.Stats(), g.Stats(); got.Issued != want.Issued || got.RewindsLogical != want.RewindsLogical {
+				t.Errorf("exported Issued %d, RewindsLogical %d; the generator's %d, %d",
+					got.Issued, got.RewindsLogical, want.Issued, want.RewindsLogical)
+			}
+			return
+		default:
 		}
 	}
 }

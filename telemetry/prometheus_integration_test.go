@@ -21,9 +21,6 @@ import (
 // asserts through the query API that the series carry what the
 // generator's Stats reported, and that the trace-ID exemplars arrive.
 func TestRealPrometheus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Prometheus server")
-	}
 	promtest.Binary(t, "prometheus")
 
 	rec := tracetest.NewSpanRecorder()
