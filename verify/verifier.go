@@ -413,11 +413,14 @@ func (v *Verifier) Register(s IssuerSpec) IssuerID {
 	}
 	for _, mid := range g.members {
 		m := v.issuers[mid]
-		if m.ref.Incarnation < s.Incarnation {
+		switch {
+		case m.ref.Incarnation < s.Incarnation:
 			m.hasSuccessor = true
 			if m.hasIDs && int64(m.maxID) > is.floor {
 				is.floor, is.floorBy = int64(m.maxID), mid
 			}
+		case m.ref.Incarnation > s.Incarnation:
+			is.hasSuccessor = true
 		}
 	}
 	g.members = append(g.members, id)

@@ -169,6 +169,12 @@ func TestRestartFloorFollowsOldIncarnation(t *testing.T) {
 	if f := v.Observe(inStep(a1, 0, id(21, 1, 0))); f.Any() {
 		t.Fatalf("found %+v", f)
 	}
+	// An incarnation registered after a higher one still raises its floor.
+	late0 := v.Issuer("late", 0, 1)
+	v.Observe(inStep(late0, 0, id(40, 1, 0)))
+	if f := v.Observe(inStep(a1, 0, id(30, 1, 0))); f.RestartViolations != 1 {
+		t.Fatalf("found %+v", f)
+	}
 	// Another worker's incarnations do not matter.
 	b1 := v.Issuer("m", 1, 2)
 	if f := v.Observe(inStep(b1, 0, id(1, 2, 0))); f.Any() {
