@@ -475,4 +475,3 @@ func TestLabelValues(t *testing.T) {
 		}
 	}
 }
-
