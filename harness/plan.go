@@ -14,7 +14,8 @@ import (
 //
 // In simulated mode hours of scenario time must run in seconds, so the
 // load is sampled: within the hot spans around each fault's hot points
-// (from scenario.HotLead before to Simulation.Hot after) every client sends
+// and the start of each load stage (from scenario.HotLead before to
+// Simulation.Hot after) every client sends
 // at the full rate; elsewhere at the full rate times factor, chosen so the
 // whole run stays near Simulation.Budget requests. The verifier checks
 // every ID that is issued; quiet periods just issue fewer. "max" stages are
@@ -73,8 +74,12 @@ func newPlan(s *scenario.Scenario, sampled bool) (*plan, error) {
 		p.stages = append(p.stages, stageSpan{start: t, end: min(t+st.For, s.Duration), rate: st.Rate / float64(p.clients), max: st.Max})
 		t += st.For
 	}
-	// Hot spans, merged.
+	// Hot spans, merged: around each fault's hot points and the start of
+	// each load stage (a burst is never sampled).
 	var raw []span
+	for _, st := range p.stages {
+		raw = append(raw, span{max(st.start-scenario.HotLead, 0), min(st.start+p.hotLen, s.Duration)})
+	}
 	for _, f := range s.Faults {
 		for _, pt := range f.HotPoints(s.Duration) {
 			raw = append(raw, span{max(pt-scenario.HotLead, 0), min(pt+p.hotLen, s.Duration)})

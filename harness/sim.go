@@ -293,6 +293,11 @@ func (s *sim) arrival(ci int) {
 		end = hostNow(sl.host)
 		s.record(sl.callee(), c.idx, arrive, end, s.buf[:n], err)
 		failed = err != nil
+		if errors.Is(err, generator.ErrFenced) {
+			// A closed fence wakes the node's lease keeper at once (as a
+			// real keeper's loop is poked); the periodic event stays.
+			sl.node.Maintain(s.ctx)
+		}
 	}
 	if next := s.plan.after(arrive, end, failed, c.rng); next >= 0 {
 		s.push(next, evArrival, ci, 0)
@@ -361,7 +366,15 @@ func (s *sim) fault(fi int) {
 			}
 			d := s.probeDelay(f, before)
 			s.probes = append(s.probes, probe{fi: fi, si: sl.idx, before: before})
-			if d == 0 {
+			if s.real == nil && (f.Kind == scenario.KindFreeze || f.Kind == scenario.KindPause) {
+				// A freeze or pause ends: measure it now, before a request
+				// that waits it out carries the host past its end. Moving
+				// the host's time on by d is what the fault does anyway (a
+				// paused node serves nothing meanwhile) or costs requests
+				// arriving in those few microseconds that much latency.
+				advance(sl.host, hostNow(sl.host)+d)
+				s.probe(len(s.probes) - 1)
+			} else if d == 0 {
 				s.probe(len(s.probes) - 1)
 			} else {
 				s.push(min(s.t+d, s.s.Duration-1), evProbe, len(s.probes)-1, 0)

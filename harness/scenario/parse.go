@@ -368,11 +368,6 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 	} else {
 		p.errorf(root, "nodes", "missing: a scenario needs at least one node")
 	}
-	if e, ok := m["targets"]; ok {
-		s.Targets = p.targets(e.val)
-	} else {
-		s.Targets = []Target{{Name: "declared", Use: "declared", Line: s.Line}}
-	}
 	if e, ok := m["load"]; ok {
 		s.Load = p.load(e.val, s.Duration, durOK)
 	} else {
@@ -383,6 +378,11 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 	}
 	if e, ok := m["faults"]; ok {
 		s.Faults = p.faults(e.val, s, durOK)
+	}
+	if e, ok := m["targets"]; ok {
+		s.Targets = p.targets(e.val, s)
+	} else {
+		s.Targets = []Target{{Name: "declared", Use: "declared", Line: s.Line}}
 	}
 	if e, ok := m["invariants"]; ok {
 		for i, n := range p.sequence(e.val, "invariants") {
@@ -396,7 +396,11 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 	if e, ok := m["expect"]; ok {
 		s.Expect = p.expect(e.val, s)
 	}
-	if len(s.Invariants) == 0 && len(s.Expect) == 0 && len(p.errs) == 0 {
+	hasTargetInvariants := false
+	for _, t := range s.Targets {
+		hasTargetInvariants = hasTargetInvariants || len(t.Invariants) > 0
+	}
+	if len(s.Invariants) == 0 && len(s.Expect) == 0 && !hasTargetInvariants && len(p.errs) == 0 {
 		p.errorf(root, "invariants", "missing: a scenario must assert something, e.g. invariants: [\"duplicates == 0\"]")
 	}
 	return s
@@ -502,9 +506,9 @@ func (p *parser) lease(n *yaml.Node, key string) string {
 	return ""
 }
 
-var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint"}
+var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint", "invariants"}
 
-func (p *parser) targets(n *yaml.Node) []Target {
+func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 	var out []Target
 	seen := map[string]bool{}
 	items := p.sequence(n, "targets")
@@ -546,6 +550,15 @@ func (p *parser) targets(n *yaml.Node) []Target {
 			if e, ok := m["checkpoint"]; ok {
 				if b, ok := p.boolean(e.val, path+".checkpoint"); ok {
 					t.Checkpoint = &b
+				}
+			}
+			if e, ok := m["invariants"]; ok {
+				for j, n := range p.sequence(e.val, path+".invariants") {
+					key := fmt.Sprintf("%s.invariants[%d]", path, j)
+					if x, ok := p.expr(n, key, ""); ok {
+						p.checkDuring(s, n, key, x)
+						t.Invariants = append(t.Invariants, x)
+					}
 				}
 			}
 		}

@@ -131,6 +131,10 @@ type Target struct {
 	Lease string
 	// Checkpoint, when non-nil, replaces every node's checkpoint setting.
 	Checkpoint *bool
+	// Invariants are thresholds for this target only (the cost its policy
+	// should have): they add to the scenario's invariants and replace
+	// those on the same subject.
+	Invariants []Expr
 	// Line is the target's line.
 	Line int
 }
@@ -433,9 +437,10 @@ func (s *Scenario) FaultsNamed(x string) []Fault {
 // verdict (marked Expected), and the invariants on other subjects follow,
 // marked Informational: they are measured and shown but do not count.
 func (s *Scenario) ChecksFor(target string) []Expr {
+	invs := s.invariantsFor(target)
 	exp, ok := s.ExpectationFor(target)
 	if !ok {
-		return append([]Expr(nil), s.Invariants...)
+		return invs
 	}
 	restated := map[string]bool{}
 	var out []Expr
@@ -444,13 +449,35 @@ func (s *Scenario) ChecksFor(target string) []Expr {
 		e.Expected = true
 		out = append(out, e)
 	}
-	for _, e := range s.Invariants {
+	for _, e := range invs {
 		if !restated[e.Subject()] {
 			e.Informational = true
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// invariantsFor merges the scenario's invariants with the target's own:
+// a target invariant replaces a scenario invariant on the same subject.
+func (s *Scenario) invariantsFor(target string) []Expr {
+	var own []Expr
+	for _, t := range s.Targets {
+		if t.Name == target {
+			own = t.Invariants
+		}
+	}
+	mine := map[string]bool{}
+	for _, e := range own {
+		mine[e.Subject()] = true
+	}
+	var out []Expr
+	for _, e := range s.Invariants {
+		if !mine[e.Subject()] {
+			out = append(out, e)
+		}
+	}
+	return append(out, own...)
 }
 
 // TimeOrder returns the faults sorted by At (stable, so file order breaks

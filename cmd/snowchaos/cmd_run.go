@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/snowchaos/snowchaos/harness"
+	"github.com/snowchaos/snowchaos/harness/report"
+	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/scenarios"
+	"github.com/snowchaos/snowchaos/telemetry"
+)
+
+func init() {
+	register(command{name: "run", summary: "run chaos scenarios (default: the built-in suite, simulated)", run: runRun})
+}
+
+const runUsage = `usage: snowchaos run [flags] [FILE|DIR ...]
+
+Runs scenario scripts against their targets and prints the matrix of
+scenario x target with a verdict per invariant. Without arguments it runs
+the built-in suite (embedded in the binary) in simulated mode.
+
+Exit status: 0 when every verdict is as expected, 1 when any check failed,
+2 when any is unknown (an unconfirmed fault, an interrupted run) or the
+input is invalid.
+
+flags:
+`
+
+// runFlags are the parsed flags of snowchaos run.
+type runFlags struct {
+	mode, seed, targets, reportFmt string
+	junit, history, html, metrics  string
+	failFast, list                 bool
+	timeout                        time.Duration
+	parallel                       int
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f runFlags
+	fl := flag.NewFlagSet("run", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() {
+		fmt.Fprint(stderr, runUsage)
+		fl.PrintDefaults()
+	}
+	fl.StringVar(&f.mode, "mode", "", "simulated or real: override every scenario's mode")
+	fl.StringVar(&f.seed, "seed", "", "override every scenario's seed")
+	fl.StringVar(&f.targets, "target", "", "run only these targets (comma-separated names, e.g. wait,bad-no-rewind-check)")
+	fl.BoolVar(&f.failFast, "fail-fast", false, "stop at the first unexpected duplicate and the first failed run")
+	fl.StringVar(&f.reportFmt, "report", "text", "stdout format: text (the matrix) or json")
+	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML file: one test case per scenario x target x invariant")
+	fl.StringVar(&f.history, "history", "", "write every ID request as NDJSON (reference time, node, IDs, outcome) to this file")
+	fl.StringVar(&f.html, "html", "", "write a self-contained HTML report with an SVG timeline per scenario")
+	fl.StringVar(&f.metrics, "metrics-addr", "", "serve snowchaos_* and snowflake_* metrics on this address while running (e.g. 127.0.0.1:9464)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "stop after this long (unfinished runs are unknown: exit 2); 0 means none")
+	fl.IntVar(&f.parallel, "parallel", 0, "simulated runs at once (0: one per CPU)")
+	fl.BoolVar(&f.list, "list", false, "list the scenarios and targets that would run, and exit")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitInvalid
+	}
+	opts, err := f.options()
+	if err != nil {
+		fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
+		return exitInvalid
+	}
+	suite, err := loadSuite(fl.Args())
+	if err != nil {
+		fmt.Fprintf(stderr, "snowchaos run: invalid scenario:\n%v\n", err)
+		return exitInvalid
+	}
+	if err := harness.Prepare(suite, opts); err != nil {
+		fmt.Fprintf(stderr, "snowchaos run: invalid scenario:\n%v\n", err)
+		return exitInvalid
+	}
+	runs := 0
+	for _, s := range suite {
+		for _, t := range s.Targets {
+			if len(opts.Targets) == 0 || runContains(opts.Targets, t.Name) {
+				runs++
+			}
+		}
+	}
+	if runs == 0 {
+		fmt.Fprintf(stderr, "snowchaos run: no scenario runs any of the targets %s\n", f.targets)
+		return exitInvalid
+	}
+	if f.list {
+		for _, s := range suite {
+			var names []string
+			for _, t := range s.Targets {
+				names = append(names, t.Name)
+			}
+			fmt.Fprintf(stdout, "%-28s %-40s %s\n", s.Name, s.File, strings.Join(names, " "))
+		}
+		return exitOK
+	}
+
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+	}
+	var hist *os.File
+	if f.history != "" {
+		if hist, err = os.Create(f.history); err != nil {
+			fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
+			return exitInvalid
+		}
+		defer hist.Close()
+		opts.History = hist
+	}
+	opts.Timeline = f.html != ""
+	if f.metrics != "" {
+		reg := telemetry.NewRegistry()
+		opts.Metrics = telemetry.NewHarnessMetrics()
+		opts.Generators = telemetry.NewGeneratorCollector(telemetry.Options{PerNode: true})
+		reg.MustRegister(opts.Metrics, opts.Generators)
+		srv, err := telemetry.Listen(f.metrics, reg)
+		if err != nil {
+			fmt.Fprintf(stderr, "snowchaos run: metrics: %v\n", err)
+			return exitInvalid
+		}
+		fmt.Fprintf(stderr, "snowchaos run: metrics at %s\n", srv.URL())
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), telemetry.ShutdownGrace)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+	}
+	var prog *report.Progress
+	if runIsTTY(stderr) {
+		prog = report.NewProgress(stderr, runs, time.Now)
+		opts.Progress = prog.Update
+	}
+
+	began := time.Now()
+	rep, err := harness.Run(ctx, suite, opts)
+	elapsed := time.Since(began)
+	if prog != nil {
+		prog.Clear()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "snowchaos run: history: %v\n", err)
+		return exitInvalid
+	}
+	code := rep.ExitCode()
+	switch f.reportFmt {
+	case "json":
+		err = report.JSON(stdout, rep)
+	default:
+		err = report.Terminal(stdout, rep)
+		if err == nil {
+			fmt.Fprintf(stdout, "ran in %s\n", elapsed.Round(time.Millisecond))
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
+		return exitInvalid
+	}
+	for _, out := range []struct {
+		path   string
+		render func(io.Writer, *harness.Report) error
+	}{{f.junit, report.JUnit}, {f.html, report.HTML}} {
+		if out.path == "" {
+			continue
+		}
+		if err := runWriteFile(out.path, rep, out.render); err != nil {
+			fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
+			return exitInvalid
+		}
+	}
+	if hist != nil {
+		if err := hist.Close(); err != nil {
+			fmt.Fprintf(stderr, "snowchaos run: history: %v\n", err)
+			return exitInvalid
+		}
+	}
+	return code
+}
+
+// options converts the flags.
+func (f *runFlags) options() (harness.Options, error) {
+	var o harness.Options
+	switch f.mode {
+	case "":
+	case string(scenario.ModeSimulated), string(scenario.ModeReal):
+		o.Mode = scenario.Mode(f.mode)
+	default:
+		return o, fmt.Errorf("--mode %q: want simulated or real", f.mode)
+	}
+	if f.seed != "" {
+		var s int64
+		if _, err := fmt.Sscan(f.seed, &s); err != nil {
+			return o, fmt.Errorf("--seed %q: want an integer", f.seed)
+		}
+		o.Seed = &s
+	}
+	if f.targets != "" {
+		for _, t := range strings.Split(f.targets, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				o.Targets = append(o.Targets, t)
+			}
+		}
+	}
+	switch f.reportFmt {
+	case "text", "json":
+	default:
+		return o, fmt.Errorf("--report %q: want text or json", f.reportFmt)
+	}
+	o.FailFast = f.failFast
+	o.Parallel = f.parallel
+	return o, nil
+}
+
+// loadSuite parses the scenario files named by args (directories give
+// their *.yaml and *.yml files, sorted); no args means the built-in suite.
+// All parse errors are reported together.
+func loadSuite(args []string) ([]*scenario.Scenario, error) {
+	type src struct {
+		name string
+		data []byte
+	}
+	var srcs []src
+	if len(args) == 0 {
+		entries, err := fs.Glob(scenarios.FS, "*.yaml")
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			b, err := fs.ReadFile(scenarios.FS, e)
+			if err != nil {
+				return nil, err
+			}
+			srcs = append(srcs, src{"scenarios/" + e, b})
+		}
+	}
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, err
+		}
+		var files []string
+		if st.IsDir() {
+			for _, pat := range []string{"*.yaml", "*.yml"} {
+				m, _ := filepath.Glob(filepath.Join(a, pat))
+				files = append(files, m...)
+			}
+			sort.Strings(files)
+			if len(files) == 0 {
+				return nil, fmt.Errorf("%s: no *.yaml scenario files", a)
+			}
+		} else {
+			files = []string{a}
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			srcs = append(srcs, src{f, b})
+		}
+	}
+	var suite []*scenario.Scenario
+	var errs []string
+	for _, s := range srcs {
+		sc, err := scenario.Parse(s.name, s.data)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		suite = append(suite, sc)
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "\n"))
+	}
+	return suite, nil
+}
+
+func runWriteFile(path string, rep *harness.Report, render func(io.Writer, *harness.Report) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := render(f, rep); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// runIsTTY reports whether w is a terminal.
+func runIsTTY(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func runContains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,183 @@
+// Package report renders a harness.Report: a terminal matrix, JSON, JUnit
+// XML, and a self-contained HTML page with an SVG timeline per scenario.
+// Every renderer is deterministic: the same report gives the same bytes.
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/snowchaos/snowchaos/harness"
+)
+
+// Terminal writes the matrix of scenario x target: per scenario a legend
+// of its checks, then one row per target with its verdict, key figures
+// (IDs, duplicates, longest wait, largest lead, availability) and the
+// verdict of each check. A check a target does not have shows "-"; an
+// informational check (an invariant shown for a negative control) shows
+// in parentheses. Failed and unknown checks are listed again at the end
+// with the observed figure and the scenario file and line.
+func Terminal(w io.Writer, rep *harness.Report) error {
+	tw := &errWriter{w: w}
+	for _, sr := range rep.Scenarios {
+		terminalScenario(tw, sr)
+	}
+	terminalSummary(tw, rep)
+	return tw.err
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+// columns returns the distinct checks of a scenario's runs, in order of
+// first appearance: invariants first, then targets' own and expectations.
+func columns(sr *harness.ScenarioResult) []string {
+	var cols []string
+	seen := map[string]bool{}
+	add := func(c harness.Check) {
+		k := colKey(c)
+		if !seen[k] {
+			seen[k] = true
+			cols = append(cols, k)
+		}
+	}
+	for _, r := range sr.Runs {
+		for _, c := range r.Checks {
+			if !c.Expected {
+				add(c)
+			}
+		}
+	}
+	for _, r := range sr.Runs {
+		for _, c := range r.Checks {
+			if c.Expected {
+				add(c)
+			}
+		}
+	}
+	return cols
+}
+
+func colKey(c harness.Check) string {
+	if c.Expected {
+		return c.Expr + " (expected)"
+	}
+	return c.Expr
+}
+
+func terminalScenario(w *errWriter, sr *harness.ScenarioResult) {
+	w.printf("== %s  [%s]  %s, seed %d, %s\n", sr.Name, strings.ToUpper(string(sr.Verdict)), harness.Duration(sr.Duration).String(), sr.Seed, sr.File)
+	if len(sr.Faults) > 0 {
+		var fs []string
+		for _, f := range sr.Faults {
+			fs = append(fs, fmt.Sprintf("%s@%s(%s)", f.Name, f.At, strings.Join(f.Nodes, ",")))
+		}
+		w.printf("   faults: %s\n", strings.Join(fs, " "))
+	}
+	cols := columns(sr)
+	for i, c := range cols {
+		w.printf("   [%d] %s\n", i+1, c)
+	}
+	nameW := len("target")
+	for _, r := range sr.Runs {
+		nameW = max(nameW, len(r.Target))
+	}
+	w.printf("   %-*s  %-7s  %9s  %6s  %9s  %9s  %7s ", nameW, "target", "verdict", "ids", "dups", "max wait", "max lead", "avail")
+	for i := range cols {
+		w.printf(" %8s", "["+strconv.Itoa(i+1)+"]")
+	}
+	w.printf("\n")
+	for _, r := range sr.Runs {
+		f := r.Figures
+		w.printf("   %-*s  %-7s  %9d  %6d  %9s  %9s  %7.4f ", nameW, r.Target, r.Verdict, f.IDs, f.Duplicates, f.MaxWait, f.MaxLead, f.Availability)
+		cells := map[string]string{}
+		for _, c := range r.Checks {
+			v := string(c.Verdict)
+			if c.Info {
+				v = "(" + v + ")"
+			}
+			cells[colKey(c)] = v
+		}
+		for _, c := range cols {
+			v, ok := cells[c]
+			if !ok {
+				v = "-"
+			}
+			w.printf(" %8s", v)
+		}
+		w.printf("\n")
+		if r.Error != "" {
+			w.printf("   %-*s  error: %s\n", nameW, "", firstLine(r.Error))
+		}
+	}
+	for _, r := range sr.Runs {
+		for _, f := range r.Faults {
+			if !f.Confirmed {
+				w.printf("   ! %s: fault %s not confirmed: %s\n", r.Target, f.Name, strings.Join(f.Detail, "; "))
+			}
+		}
+	}
+	w.printf("\n")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func terminalSummary(w *errWriter, rep *harness.Report) {
+	var problems []string
+	for _, sr := range rep.Scenarios {
+		for _, r := range sr.Runs {
+			for _, c := range r.Checks {
+				if c.Info || c.Verdict == harness.Pass {
+					continue
+				}
+				what := c.Expr
+				if c.Expected {
+					what = "expected " + c.Expr + " (the harness did not catch it)"
+				}
+				line := fmt.Sprintf("%s:%d: %s / %s: %s: %s, observed %s", sr.File, c.Line, sr.Name, r.Target, strings.ToUpper(string(c.Verdict)), what, c.Observed)
+				if c.Reason != "" {
+					line += " (" + c.Reason + ")"
+				}
+				problems = append(problems, line)
+			}
+			if r.Error != "" {
+				problems = append(problems, fmt.Sprintf("%s: %s / %s: %s", sr.File, sr.Name, r.Target, firstLine(r.Error)))
+			}
+			if len(r.Duplicates) > 0 && !r.Control {
+				d := r.Duplicates[0]
+				problems = append(problems, fmt.Sprintf("%s / %s: first duplicate %s issued by %s at %s and by %s at %s", sr.Name, r.Target, d.ID, d.First, d.FirstAt, d.Second, d.SecondAt))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		w.printf("problems:\n")
+		for _, p := range problems {
+			w.printf("  %s\n", p)
+		}
+		w.printf("\n")
+	}
+	s := rep.Summary
+	w.printf("%d scenarios, %d runs: %d passed, %d failed, %d unknown", len(rep.Scenarios), s.Runs, s.Passed, s.Failed, s.Unknown)
+	if s.Skipped > 0 {
+		w.printf(", %d skipped", s.Skipped)
+	}
+	if rep.Stopped {
+		w.printf(" (stopped at the first failure: --fail-fast)")
+	}
+	w.printf("; verdict %s (exit %d)\n", strings.ToUpper(string(rep.Verdict)), rep.ExitCode())
+}
