@@ -113,7 +113,10 @@ func (e *RewindError) Unwrap() error { return e.Err }
 // Checkpointer persists the generator's reserved high-water mark, so that a
 // restarted generator (or the next holder of a worker ID) never issues an
 // ID at or below a tick an earlier incarnation may have used. Marks are
-// wall-clock Unix milliseconds.
+// wall-clock Unix milliseconds: a generator issues no ID in a tick after
+// the one containing its last saved mark, and a new generator issues only
+// in ticks after the one containing the loaded mark. Save is called about
+// once per Settings.Reserve/2 while issuing, off the fast path.
 type Checkpointer interface {
 	// Load returns the stored mark, or 0 when none is stored.
 	Load() (markMs int64, err error)
@@ -123,7 +126,9 @@ type Checkpointer interface {
 
 // Fence gates issuing: the generator issues only while Check returns nil
 // for the monotonic reading (ns) of the call. A worker-ID lease is a fence.
-// Check is called once per Next or NextN call and must be cheap.
+// Check is called once per Next or NextN call (and again after each sleep
+// of a call that waits), so it must be cheap; a non-nil error fails the
+// call with an error wrapping ErrFenced and the fence's error.
 type Fence interface {
 	Check(mono int64) error
 }
