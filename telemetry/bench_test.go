@@ -7,6 +7,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/telemetry"
 	"github.com/snowchaos/snowchaos/telemetry/tracing"
@@ -119,89 +121,110 @@ func BenchmarkInstrumentationUncapped(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// BenchmarkInstrumentationBatchSpan is NextNContext(256) under a sampled
+// BenchmarkInstrumentationBatchSpan is NextNContext(256) under a
 // "snowflake.next" span per batch (a traced HTTP request), against bare
-// NextN(256), on the counter clock: the per-ID share of a span per batch.
+// NextN(256), on the counter clock: the per-ID share of a span per batch,
+// with every batch sampled and with 1% sampled.
 func BenchmarkInstrumentationBatchSpan(b *testing.B) {
-	tp := samplingProvider(b)
-	tracer := tp.Tracer(tracing.InstrumentationName)
-	plain := bare(b, newBenchClock(5))
-	instr := instrumented(b, newBenchClock(5), tp)
-	dst := make([]generator.ID, 256)
-	const rounds = 256
-	var tBare, tInstr time.Duration
-	var ids int
-	for b.Loop() {
-		start := time.Now()
-		for range rounds {
-			if _, err := plain.NextN(dst); err != nil {
-				b.Fatal(err)
+	for _, sc := range []struct {
+		name    string
+		sampler sdktrace.Sampler
+	}{{"always", sdktrace.AlwaysSample()}, {"ratio=0.01", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))}} {
+		b.Run(sc.name, func(b *testing.B) {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(tracing.KeepRewinds(sc.sampler)), sdktrace.WithBatcher(discard{}))
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			tracer := tp.Tracer(tracing.InstrumentationName)
+			plain := bare(b, newBenchClock(5))
+			instr := instrumented(b, newBenchClock(5), tp)
+			dst := make([]generator.ID, 256)
+			const rounds = 256
+			var tBare, tInstr time.Duration
+			var ids int
+			for b.Loop() {
+				start := time.Now()
+				for range rounds {
+					if _, err := plain.NextN(dst); err != nil {
+						b.Fatal(err)
+					}
+				}
+				mid := time.Now()
+				for range rounds {
+					ctx, span := tracer.Start(context.Background(), tracing.SpanBatch)
+					if _, err := instr.NextNContext(ctx, dst); err != nil {
+						b.Fatal(err)
+					}
+					span.End()
+				}
+				tBare += mid.Sub(start)
+				tInstr += time.Since(mid)
+				ids += rounds * len(dst)
 			}
-		}
-		mid := time.Now()
-		for range rounds {
-			ctx, span := tracer.Start(context.Background(), tracing.SpanBatch)
-			if _, err := instr.NextNContext(ctx, dst); err != nil {
-				b.Fatal(err)
-			}
-			span.End()
-		}
-		tBare += mid.Sub(start)
-		tInstr += time.Since(mid)
-		ids += rounds * len(dst)
+			bn, in := float64(tBare)/float64(ids), float64(tInstr)/float64(ids)
+			b.ReportMetric(bn, "bare_ns/ID")
+			b.ReportMetric(in, "instr_ns/ID")
+			b.ReportMetric(in-bn, "delta_ns/ID")
+			b.ReportMetric(0, "ns/op")
+		})
 	}
-	bn, in := float64(tBare)/float64(ids), float64(tInstr)/float64(ids)
-	b.ReportMetric(bn, "bare_ns/ID")
-	b.ReportMetric(in, "instr_ns/ID")
-	b.ReportMetric(in-bn, "delta_ns/ID")
-	b.ReportMetric(0, "ns/op")
 }
 
 // BenchmarkCappedThroughput issues IDs as fast as the system clock allows
-// (the layout's ceiling: 4096 per ms) with Next, alternating 10ms windows
-// between a bare generator and an instrumented one (metrics, plus a sampled
-// span per 1024 IDs), and reports each rate as a percentage of the ceiling
-// (target: instrumented within 1% of bare and of the ceiling).
+// (the layout's ceiling: 4096 per 1ms tick) with Next, alternating 10ms
+// windows between a bare generator and an instrumented one (metrics, plus
+// an always-sampled span per 1024 IDs). Each reports the share of the
+// sequence it used over the ticks its windows spanned (IDs issued over
+// 4096 x ticks from its first ID's tick to its last's), so window edges
+// do not bias it. Target: instrumented within 1% of the ceiling and of
+// bare.
 func BenchmarkCappedThroughput(b *testing.B) {
 	tp := samplingProvider(b)
 	tracer := tp.Tracer(tracing.InstrumentationName)
 	plain := bare(b, generator.SystemClock())
 	instr := instrumented(b, generator.SystemClock(), tp)
+	layout := generator.DefaultLayout()
 	const window = 10 * time.Millisecond
-	var tBare, tInstr time.Duration
-	var nBare, nInstr int
-	run := func(g *generator.Generator, traced bool) (int, time.Duration) {
-		n := 0
+	type tally struct{ ids, ticks int64 }
+	var tb, ti tally
+	run := func(g *generator.Generator, traced bool, t *tally) {
+		var first, last generator.ID
+		n := int64(0)
 		start := time.Now()
 		for time.Since(start) < window {
+			ctx := context.Background()
+			var span trace.Span
 			if traced {
-				ctx, span := tracer.Start(context.Background(), tracing.SpanBatch)
-				for range 1024 {
-					if _, err := g.NextContext(ctx); err != nil {
-						b.Fatal(err)
-					}
+				ctx, span = tracer.Start(ctx, tracing.SpanBatch)
+			}
+			for range 1024 {
+				id, err := g.NextContext(ctx)
+				if err != nil {
+					b.Fatal(err)
 				}
+				if first == 0 {
+					first = id
+				}
+				last = id
+			}
+			if span != nil {
 				span.End()
-			} else {
-				for range 1024 {
-					if _, err := g.Next(); err != nil {
-						b.Fatal(err)
-					}
-				}
 			}
 			n += 1024
 		}
-		return n, time.Since(start)
+		t.ids += n
+		t.ticks += layout.Decode(last).Tick - layout.Decode(first).Tick + 1
 	}
-	for b.Loop() {
-		n, d := run(plain, false)
-		nBare, tBare = nBare+n, tBare+d
-		n, d = run(instr, true)
-		nInstr, tInstr = nInstr+n, tInstr+d
+	for i := 0; b.Loop(); i++ {
+		// Alternate which goes first, so load drifts cancel out.
+		if i%2 == 0 {
+			run(plain, false, &tb)
+			run(instr, true, &ti)
+		} else {
+			run(instr, true, &ti)
+			run(plain, false, &tb)
+		}
 	}
-	ceiling := float64(time.Millisecond) / 4096 // ns per ID
-	pb := 100 * ceiling / (float64(tBare) / float64(nBare))
-	pi := 100 * ceiling / (float64(tInstr) / float64(nInstr))
+	pb := 100 * float64(tb.ids) / float64(tb.ticks*4096)
+	pi := 100 * float64(ti.ids) / float64(ti.ticks*4096)
 	b.ReportMetric(pb, "bare_pct_of_ceiling")
 	b.ReportMetric(pi, "instr_pct_of_ceiling")
 	b.ReportMetric(pb-pi, "delta_pct")
