@@ -297,3 +297,11 @@ func BenchmarkNextNRealClock(b *testing.B) {
 	reportPerID(b, b.N*len(dst))
 	b.ReportMetric(100*ceilingNs/(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(dst))), "pct_of_ceiling")
 }
+
+// BenchmarkStats is the cost of a Stats snapshot (atomic loads only).
+func BenchmarkStats(b *testing.B) {
+	g := benchGen(b, newCounterClock(12))
+	for b.Loop() {
+		_ = g.Stats()
+	}
+}

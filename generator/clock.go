@@ -34,6 +34,7 @@ var monoOrigin = time.Now()
 
 type systemClock struct{}
 
+// Now reads time.Now once.
 func (systemClock) Now() (wall, mono int64) {
 	t := time.Now()
 	return t.UnixNano(), int64(t.Sub(monoOrigin))
@@ -42,6 +43,7 @@ func (systemClock) Now() (wall, mono int64) {
 // spinBelow is the longest sleep served by yielding instead of time.Sleep.
 const spinBelow = time.Millisecond
 
+// Sleep uses time.Sleep for d >= 1ms and yields in a loop below that.
 func (systemClock) Sleep(d time.Duration) {
 	if d <= 0 {
 		return

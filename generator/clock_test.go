@@ -3,6 +3,7 @@ package generator
 import (
 	"context"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -134,4 +135,21 @@ func (o *recObserver) calls() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.rewinds) + len(o.waits) + o.exhausted + len(o.refused) + len(o.leads) + len(o.checkpoints)
+}
+
+func TestSystemClock(t *testing.T) {
+	c := SystemClock()
+	w1, m1 := c.Now()
+	for _, d := range []time.Duration{-time.Second, 0, 1, 200 * time.Microsecond, 2 * time.Millisecond} {
+		_, before := c.Now()
+		c.Sleep(d)
+		_, after := c.Now()
+		if time.Duration(after-before) < d {
+			t.Errorf("Sleep(%v) returned after %v", d, time.Duration(after-before))
+		}
+	}
+	w2, m2 := c.Now()
+	if m2 <= m1 || w2 < w1-int64(time.Second) {
+		t.Errorf("readings went backwards: wall %d -> %d, mono %d -> %d", w1, w2, m1, m2)
+	}
 }

@@ -82,8 +82,8 @@ type Stats struct {
 	Exhaustions uint64
 	// Refusals counts calls that returned an error.
 	Refusals uint64
-	// Lead is the current logical lead over the wall clock (PolicyLogical),
-	// in whole ticks.
+	// Lead is the logical lead over the wall clock (PolicyLogical), in
+	// whole ticks, as of the last ID issued.
 	Lead time.Duration
 	// MaxLead is the largest lead seen.
 	MaxLead time.Duration
