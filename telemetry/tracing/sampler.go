@@ -25,6 +25,7 @@ func KeepRewinds(base sdktrace.Sampler) sdktrace.Sampler {
 
 type keepSampler struct{ base sdktrace.Sampler }
 
+// ShouldSample samples marked spans and defers the rest to base.
 func (s keepSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
 	for _, a := range p.Attributes {
 		if a.Key == KeepKey && a.Value.Type() == attribute.BOOL && a.Value.AsBool() {
@@ -37,6 +38,7 @@ func (s keepSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.Sampli
 	return s.base.ShouldSample(p)
 }
 
+// Description names the wrapper and base.
 func (s keepSampler) Description() string {
 	return "KeepRewinds{" + s.base.Description() + "}"
 }
