@@ -183,6 +183,9 @@ func Run(ctx context.Context, suite []*scenario.Scenario, o Options) (*Report, e
 		go func() {
 			defer wg.Done()
 			for j := range next {
+				if ctx.Err() != nil {
+					continue // stopped (fail-fast or cancelled): skipped
+				}
 				jo := o
 				if o.History != nil {
 					f, err := os.CreateTemp("", "snowchaos-history-*.ndjson")

@@ -1,11 +1,251 @@
 package report
 
 import (
+	"fmt"
+	"html"
 	"io"
+	"math"
+	"strings"
+	"time"
 
 	"github.com/snowchaos/snowchaos/harness"
 )
 
-// HTML writes the report as one static page (placeholder until the SVG
-// timeline lands).
-func HTML(w io.Writer, rep *harness.Report) error { return nil }
+// HTML writes the report as one static page with inline CSS and SVG and
+// no external resources, so it opens from disk without a server or a
+// network. Per scenario it shows the matrix of targets and checks, and per
+// run a timeline: IDs per second per node, each node's clock offset and
+// the embedded-time lead, with the fault windows shaded and duplicates
+// marked. Runs need Options.Timeline to carry their series; runs without
+// one show the matrix only.
+func HTML(w io.Writer, rep *harness.Report) error {
+	ew := &errWriter{w: w}
+	ew.printf("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>snowchaos report: %s</title>\n<style>%s</style></head><body>\n", html.EscapeString(strings.ToUpper(string(rep.Verdict))), css)
+	s := rep.Summary
+	ew.printf("<h1>snowchaos report <span class=\"v %s\">%s</span></h1>\n", rep.Verdict, strings.ToUpper(string(rep.Verdict)))
+	ew.printf("<p class=\"sum\">%d scenarios, %d runs (%s mode): %d passed, %d failed, %d unknown, %d skipped. Exit code %d.</p>\n",
+		len(rep.Scenarios), s.Runs, html.EscapeString(string(rep.Mode)), s.Passed, s.Failed, s.Unknown, s.Skipped, rep.ExitCode())
+	ew.printf("<nav>")
+	for _, sr := range rep.Scenarios {
+		ew.printf("<a class=\"%s\" href=\"#%s\">%s</a> ", sr.Verdict, anchor(sr.Name), html.EscapeString(sr.Name))
+	}
+	ew.printf("</nav>\n")
+	for _, sr := range rep.Scenarios {
+		htmlScenario(ew, sr)
+	}
+	ew.printf("<footer>Timelines: IDs per second per node (quiet periods of simulated runs are sampled), clock offset of each node's host, and how far issued IDs' embedded time ran ahead of true time; shaded bands are fault windows, red marks are duplicates.</footer>\n</body></html>\n")
+	return ew.err
+}
+
+const css = `body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1d2330;background:#fff}
+h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-top:2px solid #d8dce6;padding-top:12px}
+.sum{color:#444}nav a{margin-right:8px;text-decoration:none}nav a.pass{color:#1a7f37}nav a.fail{color:#cf222e}nav a.unknown{color:#9a6700}
+.v{padding:1px 8px;border-radius:4px;color:#fff;font-size:13px}.v.pass{background:#1a7f37}.v.fail{background:#cf222e}.v.unknown{background:#9a6700}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #d8dce6;padding:3px 7px;text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f3f4f8}td.l,th.l{text-align:left}td.pass{color:#1a7f37}td.fail{color:#cf222e;font-weight:600}td.unknown{color:#9a6700;font-weight:600}td.info{color:#888}
+.legend li{font-family:ui-monospace,monospace}details{margin:6px 0}summary{cursor:pointer}.desc{color:#444;max-width:900px}
+svg{background:#fbfbfd;border:1px solid #e1e4ec}footer{margin-top:40px;color:#666;font-size:12px}`
+
+func anchor(s string) string {
+	return "s-" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
+	w.printf("<h2 id=\"%s\">%s <span class=\"v %s\">%s</span></h2>\n", anchor(sr.Name), html.EscapeString(sr.Name), sr.Verdict, strings.ToUpper(string(sr.Verdict)))
+	if sr.Description != "" {
+		w.printf("<p class=\"desc\">%s</p>\n", html.EscapeString(sr.Description))
+	}
+	w.printf("<p>%s, seed %d, <code>%s</code>", sr.Duration, sr.Seed, html.EscapeString(sr.File))
+	for _, f := range sr.Faults {
+		w.printf("; %s (%s) at %s on %s", html.EscapeString(f.Name), html.EscapeString(f.Kind), f.At, html.EscapeString(strings.Join(f.Nodes, ", ")))
+	}
+	w.printf("</p>\n")
+	cols := columns(sr)
+	w.printf("<ol class=\"legend\">")
+	for _, c := range cols {
+		w.printf("<li>%s</li>", html.EscapeString(c))
+	}
+	w.printf("</ol>\n<table><tr><th class=\"l\">target</th><th>verdict</th><th>IDs</th><th>duplicates</th><th>max wait</th><th>max lead</th><th>availability</th>")
+	for i := range cols {
+		w.printf("<th>%d</th>", i+1)
+	}
+	w.printf("</tr>\n")
+	for _, r := range sr.Runs {
+		f := r.Figures
+		w.printf("<tr><td class=\"l\">%s</td><td class=\"%s\">%s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%.4f</td>",
+			html.EscapeString(r.Target), r.Verdict, r.Verdict, f.IDs, f.Duplicates, f.MaxWait, f.MaxLead, f.Availability)
+		cells := map[string]harness.Check{}
+		for _, c := range r.Checks {
+			cells[colKey(c)] = c
+		}
+		for _, k := range cols {
+			c, ok := cells[k]
+			switch {
+			case !ok:
+				w.printf("<td class=\"info\">-</td>")
+			case c.Info:
+				w.printf("<td class=\"info\" title=\"%s\">(%s)</td>", html.EscapeString("observed "+c.Observed), c.Verdict)
+			default:
+				title := "observed " + c.Observed
+				if c.Reason != "" {
+					title += ": " + c.Reason
+				}
+				w.printf("<td class=\"%s\" title=\"%s\">%s</td>", c.Verdict, html.EscapeString(title), c.Verdict)
+			}
+		}
+		w.printf("</tr>\n")
+	}
+	w.printf("</table>\n")
+	for i, r := range sr.Runs {
+		open := ""
+		if i == 0 || r.Verdict != harness.Pass {
+			open = " open"
+		}
+		w.printf("<details%s><summary>%s: %s", open, html.EscapeString(r.Target), r.Verdict)
+		if r.Error != "" {
+			w.printf(" (%s)", html.EscapeString(firstLine(r.Error)))
+		}
+		w.printf("</summary>\n")
+		for _, f := range r.Faults {
+			state := "confirmed"
+			if !f.Confirmed {
+				state = "NOT confirmed"
+			}
+			w.printf("<div>fault %s: %s: %s</div>\n", html.EscapeString(f.Name), state, html.EscapeString(strings.Join(f.Detail, "; ")))
+		}
+		for _, d := range r.Duplicates {
+			w.printf("<div>duplicate %s: %s at %s, again %s at %s</div>\n", d.ID, html.EscapeString(d.First), d.FirstAt, html.EscapeString(d.Second), d.SecondAt)
+		}
+		if r.Timeline != nil {
+			timelineSVG(w, sr, r)
+		}
+		w.printf("</details>\n")
+	}
+}
+
+var palette = []string{"#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf6f1f", "#0e7490", "#57606a"}
+
+const (
+	svgW      = 1100
+	panelH    = 120
+	panelGap  = 34
+	marginL   = 78
+	marginR   = 16
+	marginTop = 26
+)
+
+// timelineSVG draws three panels sharing the time axis.
+func timelineSVG(w *errWriter, sr *harness.ScenarioResult, r *harness.Result) {
+	tl := r.Timeline
+	dur := time.Duration(sr.Duration)
+	if tl.Buckets == 0 || dur <= 0 {
+		return
+	}
+	height := marginTop + 3*panelH + 2*panelGap + 40
+	plotW := float64(svgW - marginL - marginR)
+	x := func(t time.Duration) float64 { return marginL + plotW*float64(t)/float64(dur) }
+	w.printf("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-size=\"11\" font-family=\"system-ui,sans-serif\">\n", svgW, height, svgW, height)
+	// Fault windows.
+	for _, f := range sr.Faults {
+		x0, x1 := x(time.Duration(f.At)), x(time.Duration(f.End))
+		if x1-x0 < 2 {
+			x1 = x0 + 2
+		}
+		w.printf("<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#f4a261\" fill-opacity=\"0.22\"/>", x0, marginTop-8, x1-x0, 3*panelH+2*panelGap+8)
+		w.printf("<text x=\"%.1f\" y=\"%d\" fill=\"#9c4a00\">%s</text>\n", x0+2, marginTop-12, html.EscapeString(f.Name))
+	}
+	bucketSec := tl.Bucket.Seconds()
+	panels := []struct {
+		title string
+		unit  string
+		val   func(ns *harness.NodeSeries, i int) (float64, bool)
+	}{
+		{"IDs per second", "/s", func(ns *harness.NodeSeries, i int) (float64, bool) { return float64(ns.IDs[i]) / bucketSec, true }},
+		{"clock offset", "ms", func(ns *harness.NodeSeries, i int) (float64, bool) {
+			return float64(ns.Offset[i]) / 1e6, ns.Known[i]
+		}},
+		{"embedded-time lead", "ms", func(ns *harness.NodeSeries, i int) (float64, bool) { return float64(ns.Lead[i]) / 1e6, ns.IDs[i] > 0 }},
+	}
+	for pi, p := range panels {
+		top := float64(marginTop + pi*(panelH+panelGap))
+		lo, hi := 0.0, 0.0
+		for _, ns := range tl.Nodes {
+			for i := 0; i < tl.Buckets; i++ {
+				if v, ok := p.val(ns, i); ok {
+					lo, hi = math.Min(lo, v), math.Max(hi, v)
+				}
+			}
+		}
+		if hi-lo < 1e-9 {
+			hi = lo + 1
+		}
+		y := func(v float64) float64 { return top + panelH - (v-lo)/(hi-lo)*panelH }
+		w.printf("<rect x=\"%d\" y=\"%.0f\" width=\"%.0f\" height=\"%d\" fill=\"none\" stroke=\"#c9cdd8\"/>", marginL, top, plotW, panelH)
+		w.printf("<text x=\"%d\" y=\"%.0f\" font-weight=\"600\">%s</text>", marginL, top-4, p.title)
+		w.printf("<text x=\"%d\" y=\"%.0f\" text-anchor=\"end\">%s</text>", marginL-4, top+10, fmtAxis(hi, p.unit))
+		w.printf("<text x=\"%d\" y=\"%.0f\" text-anchor=\"end\">%s</text>", marginL-4, top+panelH, fmtAxis(lo, p.unit))
+		if lo < 0 && hi > 0 {
+			w.printf("<line x1=\"%d\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c9cdd8\" stroke-dasharray=\"3 3\"/>", marginL, marginL+plotW, y(0), y(0))
+		}
+		for ni, ns := range tl.Nodes {
+			var b strings.Builder
+			pen := false
+			for i := 0; i < tl.Buckets; i++ {
+				v, ok := p.val(ns, i)
+				if !ok {
+					pen = false
+					continue
+				}
+				t := time.Duration(i)*tl.Bucket + tl.Bucket/2
+				if pen {
+					b.WriteString(" L")
+				} else {
+					b.WriteString(" M")
+				}
+				fmt.Fprintf(&b, "%.1f %.1f", x(t), y(v))
+				pen = true
+			}
+			if b.Len() > 0 {
+				w.printf("<path d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"/>\n", strings.TrimSpace(b.String()), palette[ni%len(palette)])
+			}
+		}
+	}
+	// Duplicates on the first panel.
+	for _, d := range tl.Duplicates {
+		xx := x(d)
+		w.printf("<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#cf222e\" stroke-width=\"1.5\"/>", xx, xx, marginTop, marginTop+panelH)
+	}
+	if len(tl.Duplicates) > 0 {
+		w.printf("<text x=\"%.1f\" y=\"%d\" fill=\"#cf222e\" text-anchor=\"end\">%d duplicates</text>", float64(marginL)+plotW-4, marginTop+12, r.Figures.Duplicates)
+	}
+	// Time axis.
+	axisY := marginTop + 3*panelH + 2*panelGap + 14
+	for k := 0; k <= 5; k++ {
+		t := dur * time.Duration(k) / 5
+		w.printf("<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>", x(t), axisY, harness.Duration(t))
+	}
+	// Legend.
+	lx := float64(marginL)
+	for ni, ns := range tl.Nodes {
+		w.printf("<rect x=\"%.0f\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%.0f\" y=\"%d\">%s</text>", lx, axisY+10, palette[ni%len(palette)], lx+14, axisY+19, html.EscapeString(ns.Name))
+		lx += 20 + 7*float64(len(ns.Name)) + 16
+	}
+	w.printf("</svg>\n")
+}
+
+func fmtAxis(v float64, unit string) string {
+	switch {
+	case math.Abs(v) >= 1e6:
+		return fmt.Sprintf("%.1fM%s", v/1e6, unit)
+	case math.Abs(v) >= 1e4:
+		return fmt.Sprintf("%.0fk%s", v/1e3, unit)
+	case math.Abs(v) >= 10 || v == 0:
+		return fmt.Sprintf("%.0f%s", v, unit)
+	}
+	return fmt.Sprintf("%.2f%s", v, unit)
+}

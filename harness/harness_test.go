@@ -1,0 +1,391 @@
+package harness_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness"
+	"github.com/snowchaos/snowchaos/harness/reference"
+	"github.com/snowchaos/snowchaos/harness/report"
+	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/harness/target"
+	"github.com/snowchaos/snowchaos/scenarios"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+func load(t *testing.T, pattern string) []*scenario.Scenario {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no files for %s: %v", pattern, err)
+	}
+	var suite []*scenario.Scenario
+	for _, f := range files {
+		s, err := scenario.ParseFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		suite = append(suite, s)
+	}
+	return suite
+}
+
+func run(t *testing.T, suite []*scenario.Scenario, o harness.Options) *harness.Report {
+	t.Helper()
+	if err := harness.Prepare(suite, o); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := harness.Run(context.Background(), suite, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func jsonOf(t *testing.T, rep *harness.Report) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := report.JSON(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestDeterministic: the same seed and scenarios give byte-identical JSON,
+// whatever the parallelism.
+func TestDeterministic(t *testing.T) {
+	suite := load(t, "testdata/*.yaml")
+	a := jsonOf(t, run(t, suite, harness.Options{Parallel: 1}))
+	b := jsonOf(t, run(t, suite, harness.Options{Parallel: 4}))
+	if !bytes.Equal(a, b) {
+		t.Fatal("two runs of the same suite gave different reports")
+	}
+	seed := int64(99)
+	c := jsonOf(t, run(t, suite, harness.Options{Seed: &seed}))
+	if bytes.Equal(a, c) {
+		t.Fatal("a different seed gave the same report")
+	}
+}
+
+// TestGolden compares the terminal matrix and the JSON report of the
+// testdata suite with testdata/golden; -update rewrites them.
+func TestGolden(t *testing.T) {
+	rep := run(t, load(t, "testdata/*.yaml"), harness.Options{})
+	if rep.Verdict != harness.Pass {
+		var b bytes.Buffer
+		report.Terminal(&b, rep)
+		t.Fatalf("testdata suite verdict %s:\n%s", rep.Verdict, b.String())
+	}
+	var txt bytes.Buffer
+	if err := report.Terminal(&txt, rep); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "testdata/golden/matrix.txt", txt.Bytes())
+	golden(t, "testdata/golden/report.json", jsonOf(t, rep))
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run go test -update and review the diff):\n%s", path, got)
+	}
+}
+
+// TestBuiltinSuite runs the embedded suite: every verdict is as expected,
+// and each known-bad generator is caught by at least one expectation.
+func TestBuiltinSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the whole suite takes a while under -race; run without -short")
+	}
+	var suite []*scenario.Scenario
+	files, _ := fs.Glob(scenarios.FS, "*.yaml")
+	for _, f := range files {
+		b, _ := fs.ReadFile(scenarios.FS, f)
+		s, err := scenario.Parse(f, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		suite = append(suite, s)
+	}
+	rep := run(t, suite, harness.Options{})
+	if rep.ExitCode() != 0 {
+		var b bytes.Buffer
+		report.Terminal(&b, rep)
+		t.Fatalf("built-in suite: exit %d\n%s", rep.ExitCode(), b.String())
+	}
+	caught := map[string][]string{}
+	for _, sr := range rep.Scenarios {
+		for _, r := range sr.Runs {
+			for _, c := range r.Checks {
+				if c.Expected && c.Verdict == harness.Pass {
+					caught[r.Target] = append(caught[r.Target], sr.Name+": "+c.Expr)
+				}
+			}
+		}
+	}
+	for _, bad := range reference.All() {
+		if len(caught[bad.Name]) == 0 {
+			t.Errorf("%s is never caught by the built-in suite", bad.Name)
+		} else {
+			t.Logf("%s caught in %s", bad.Name, strings.Join(caught[bad.Name], "; "))
+		}
+	}
+}
+
+// TestDroppedExpectation: a known-bad target without its expectation makes
+// the run fail.
+func TestDroppedExpectation(t *testing.T) {
+	src, err := os.ReadFile("testdata/small-step.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(src), "expect:\n  bad-no-rewind-check: {duplicates: \"> 0\"}\n", "", 1)
+	s, err := scenario.Parse("edited.yaml", []byte(edited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, []*scenario.Scenario{s}, harness.Options{})
+	if rep.ExitCode() != 1 {
+		t.Fatalf("exit %d, want 1", rep.ExitCode())
+	}
+	r := rep.Scenarios[0].Runs[2]
+	if r.Target != "bad-no-rewind-check" || r.Verdict != harness.Fail || r.Figures.Duplicates == 0 || len(r.Duplicates) == 0 {
+		t.Fatalf("run %+v", r)
+	}
+	d := r.Duplicates[0]
+	if !strings.HasPrefix(d.First, "a#") || !strings.HasPrefix(d.Second, "a#") || len(d.Windows) == 0 || d.Windows[0] != "step" {
+		t.Fatalf("duplicate without both issuers and its window: %+v", d)
+	}
+}
+
+// deafTarget runs in-process nodes whose clock faults never take effect,
+// like a node whose admin API ignores them.
+type deafTarget struct{ target.InProcess }
+
+func (d *deafTarget) Info() target.Info {
+	i := d.InProcess.Info()
+	i.Name = "test-deaf"
+	return i
+}
+
+func (d *deafTarget) Start(ctx context.Context, spec target.NodeSpec, env target.Env) (target.Node, error) {
+	n, err := d.InProcess.Start(ctx, spec, env)
+	if err != nil {
+		return nil, err
+	}
+	return deafNode{n}, nil
+}
+
+type deafNode struct{ target.Node }
+
+func (n deafNode) Clock() target.ClockControl { return deafClock{n.Node.Clock()} }
+
+type deafClock struct{ target.ClockControl }
+
+func (deafClock) Apply(context.Context, target.ClockFault) error { return nil }
+
+// fixedTarget cannot control its nodes' clocks.
+type fixedTarget struct{ target.InProcess }
+
+func (f *fixedTarget) Info() target.Info {
+	i := f.InProcess.Info()
+	i.Name = "test-fixed-clock"
+	i.Caps.Faults = []scenario.Kind{scenario.KindRestart}
+	return i
+}
+
+func init() {
+	target.Register(&deafTarget{})
+	target.Register(&fixedTarget{})
+}
+
+// TestUnconfirmedFault: a fault that does not take effect makes the checks
+// that depend on it unknown (exit 2), never pass.
+func TestUnconfirmedFault(t *testing.T) {
+	s, err := scenario.Parse("deaf.yaml", []byte(`name: deaf
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 1000/s}
+faults: [{at: 200ms, kind: step, by: -5ms}]
+invariants: ["duplicates == 0", "availability >= 0.9 during step"]
+targets: [test-deaf, wait]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, []*scenario.Scenario{s}, harness.Options{})
+	deaf, ok := rep.Scenarios[0].Runs[0], rep.Scenarios[0].Runs[1]
+	if deaf.Verdict != harness.Unknown || deaf.Faults[0].Confirmed {
+		t.Fatalf("deaf run: %+v", deaf)
+	}
+	for _, c := range deaf.Checks {
+		if c.Verdict != harness.Unknown || !strings.Contains(c.Reason, "not confirmed") {
+			t.Fatalf("check %+v", c)
+		}
+	}
+	if ok.Verdict != harness.Pass || !ok.Faults[0].Confirmed {
+		t.Fatalf("wait run: %+v", ok)
+	}
+	if rep.ExitCode() != 2 {
+		t.Fatalf("exit %d, want 2", rep.ExitCode())
+	}
+}
+
+// TestValidate: impossible combinations are errors naming file and line.
+func TestValidate(t *testing.T) {
+	cases := map[string]string{
+		"slew on a fixed clock": `name: x
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 10/s}
+faults: [{at: 100ms, kind: slew, by: -100us}]
+invariants: ["duplicates == 0"]
+targets: [test-fixed-clock]
+`,
+		"unknown target": `name: x
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 10/s}
+invariants: ["duplicates == 0"]
+targets: [wiat]
+`,
+		"load over budget": `name: x
+duration: 10s
+nodes: [{name: a, worker: 1}]
+load: {rate: max}
+invariants: ["duplicates == 0"]
+`,
+	}
+	want := map[string]string{
+		"slew on a fixed clock": "x.yaml:5: targets[0]: target test-fixed-clock cannot take a slew fault",
+		"unknown target":        "x.yaml:6: targets[0]: unknown target \"wiat\"",
+		"load over budget":      "x.yaml:4: load: the load needs about",
+	}
+	for name, src := range cases {
+		s, err := scenario.Parse("x.yaml", []byte(src))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		err = harness.Prepare([]*scenario.Scenario{s}, harness.Options{})
+		if err == nil || !strings.Contains(err.Error(), want[name]) {
+			t.Errorf("%s: %v, want %q", name, err, want[name])
+		}
+	}
+}
+
+// TestFailFast stops at the first unexpected duplicate.
+func TestFailFast(t *testing.T) {
+	s, err := scenario.Parse("ff.yaml", []byte(`name: ff
+duration: 2s
+nodes: [{name: a, worker: 1}]
+load: {rate: 5000/s}
+faults: [{at: 200ms, kind: step, by: -5ms}]
+invariants: ["duplicates == 0"]
+targets: [bad-no-rewind-check, wait]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, []*scenario.Scenario{s}, harness.Options{FailFast: true, Parallel: 1})
+	r := rep.Scenarios[0].Runs[0]
+	if !r.Stopped || r.Figures.Duplicates != 1 || rep.ExitCode() != 1 || !rep.Stopped {
+		t.Fatalf("fail-fast: stopped %v, dups %d, exit %d", r.Stopped, r.Figures.Duplicates, rep.ExitCode())
+	}
+	if rep.Summary.Skipped != 1 {
+		t.Fatalf("summary %+v", rep.Summary)
+	}
+}
+
+// TestHistory writes one valid NDJSON line per request.
+func TestHistory(t *testing.T) {
+	var b bytes.Buffer
+	suite := load(t, "testdata/small-step.yaml")
+	rep := run(t, suite, harness.Options{History: &b, Targets: []string{"wait"}})
+	sc := bufio.NewScanner(&b)
+	sc.Buffer(nil, 1<<20)
+	n := 0
+	for sc.Scan() {
+		var line struct {
+			Scenario, Target, Ref, Node, Outcome string
+			T                                     float64
+			IDs                                   []string
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("line %d: %v: %s", n, err, sc.Text())
+		}
+		if line.Scenario != "small-step" || line.Target != "wait" || line.Node == "" || line.Outcome != "ok" || len(line.IDs) != 1 {
+			t.Fatalf("line %d: %s", n, sc.Text())
+		}
+		if _, err := time.Parse(time.RFC3339Nano, line.Ref); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := generator.ParseID(line.IDs[0]); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if want := rep.Scenarios[0].Runs[0].Figures.Requests; uint64(n) != want {
+		t.Fatalf("%d lines, %d requests", n, want)
+	}
+}
+
+// TestRealMode runs a short scenario on the wall clock with real
+// goroutines: no duplicates, the fault confirmed.
+func TestRealMode(t *testing.T) {
+	s, err := scenario.Parse("real.yaml", []byte(`name: real
+mode: real
+duration: 600ms
+nodes: [{name: a, worker: 1, checkpoint: on, reserve: 20ms, lease: memory}, {name: b, worker: 2, checkpoint: on, reserve: 20ms}]
+load: {per: node, clients: 3, rate: 2000/s}
+faults:
+  - {at: 100ms, kind: step, by: -5ms, nodes: [a]}
+  - {at: 200ms, kind: restart, nodes: [b]}
+  - {at: 300ms, kind: clone, for: 100ms, nodes: [a]}
+invariants: ["duplicates == 0", "order_violations == 0", "restart_violations == 0"]
+targets: [wait, bad-no-rewind-check]
+expect:
+  bad-no-rewind-check: {duplicates: ">= 0"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, []*scenario.Scenario{s}, harness.Options{Timeline: true})
+	if rep.Mode != scenario.ModeReal {
+		t.Fatalf("mode %s", rep.Mode)
+	}
+	r := rep.Scenarios[0].Runs[0]
+	if r.Verdict != harness.Pass || r.Figures.IDs == 0 || r.Sim != nil {
+		var b bytes.Buffer
+		report.Terminal(&b, rep)
+		t.Fatalf("real run:\n%s\n%+v", b.String(), r.Faults)
+	}
+	for _, f := range r.Faults {
+		if !f.Confirmed {
+			t.Fatalf("fault %+v", f)
+		}
+	}
+}
