@@ -106,32 +106,36 @@ const slowBit = uint64(1) << 63
 // tick, no rewind, no lead, mark not due) costs one clock reading and one
 // compare-and-swap, and allocates nothing; everything else takes a mutex.
 type Generator struct {
-	// state is the last issued ID without its node bits
-	// (tick<<timeShift | seq), plus slowBit. Every issue moves it forward
-	// by compare-and-swap, which makes IDs unique and increasing.
-	state atomic.Uint64
-	// limit is the highest tick the fast path may move to (the checkpoint
-	// renewal point, or the end of the layout's lifetime).
-	limit atomic.Int64
-	// issuedBase counts IDs issued in ticks before state's tick.
-	issuedBase atomic.Int64
-
+	// Read-only after New; the fast path reads these, so they share no
+	// cache line with state, which every issue writes.
 	clock     Clock
 	fence     Fence
-	obs       Observer
-	cp        Checkpointer
 	epochNs   int64
 	tickNs    int64
 	timeShift uint
 	seqMask   uint64
+	nodePart  uint64
+	obs       Observer
+	cp        Checkpointer
 	maxSeq    int64
 	maxTick   int64
-	nodePart  uint64
 	maxWait   int64
 	maxLead   int64
 	reserve   int64
 	policy    Policy
 	settings  Settings
+
+	_ [64]byte
+	// state is the last issued ID without its node bits
+	// (tick<<timeShift | seq), plus slowBit. Every issue moves it forward
+	// by compare-and-swap, which makes IDs unique and increasing.
+	state atomic.Uint64
+	_     [56]byte
+	// limit is the highest tick the fast path may move to (the checkpoint
+	// renewal point, or the end of the layout's lifetime).
+	limit atomic.Int64
+	// issuedBase counts IDs issued in ticks before state's tick.
+	issuedBase atomic.Int64
 
 	st struct {
 		issuedAny                                     atomic.Bool
