@@ -97,21 +97,24 @@ func BenchmarkInstrumentationUncapped(b *testing.B) {
 	const chunk = 1 << 16
 	var tBare, tInstr time.Duration
 	var ids int
-	for b.Loop() {
+	run := func(g *generator.Generator) time.Duration {
 		start := time.Now()
 		for range chunk {
-			if _, err := plain.Next(); err != nil {
+			if _, err := g.Next(); err != nil {
 				b.Fatal(err)
 			}
 		}
-		mid := time.Now()
-		for range chunk {
-			if _, err := instr.Next(); err != nil {
-				b.Fatal(err)
-			}
+		return time.Since(start)
+	}
+	for i := 0; b.Loop(); i++ {
+		// Alternate which goes first, so drifts cancel out.
+		if i%2 == 0 {
+			tBare += run(plain)
+			tInstr += run(instr)
+		} else {
+			tInstr += run(instr)
+			tBare += run(plain)
 		}
-		tBare += mid.Sub(start)
-		tInstr += time.Since(mid)
 		ids += chunk
 	}
 	bn, in := float64(tBare)/float64(ids), float64(tInstr)/float64(ids)
@@ -140,14 +143,17 @@ func BenchmarkInstrumentationBatchSpan(b *testing.B) {
 			const rounds = 256
 			var tBare, tInstr time.Duration
 			var ids int
-			for b.Loop() {
+			runBare := func() time.Duration {
 				start := time.Now()
 				for range rounds {
 					if _, err := plain.NextN(dst); err != nil {
 						b.Fatal(err)
 					}
 				}
-				mid := time.Now()
+				return time.Since(start)
+			}
+			runInstr := func() time.Duration {
+				start := time.Now()
 				for range rounds {
 					ctx, span := tracer.Start(context.Background(), tracing.SpanBatch)
 					if _, err := instr.NextNContext(ctx, dst); err != nil {
@@ -155,8 +161,16 @@ func BenchmarkInstrumentationBatchSpan(b *testing.B) {
 					}
 					span.End()
 				}
-				tBare += mid.Sub(start)
-				tInstr += time.Since(mid)
+				return time.Since(start)
+			}
+			for i := 0; b.Loop(); i++ {
+				if i%2 == 0 {
+					tBare += runBare()
+					tInstr += runInstr()
+				} else {
+					tInstr += runInstr()
+					tBare += runBare()
+				}
 				ids += rounds * len(dst)
 			}
 			bn, in := float64(tBare)/float64(ids), float64(tInstr)/float64(ids)
