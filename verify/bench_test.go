@@ -53,43 +53,57 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
-func reportPerID(b *testing.B, ids int, setBytes, heapBytes uint64) {
+// reportPerID reports wall time per ID and IDs per second, process CPU
+// time per ID (cpu, measured over the ingest loops only: it includes
+// garbage collection on other threads but not other processes' load), and
+// memory per ID.
+func reportPerID(b *testing.B, ids int, cpu time.Duration, setBytes, heapBytes uint64) {
 	total := float64(ids) * float64(b.N)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/total, "ns/ID")
 	b.ReportMetric(total/b.Elapsed().Seconds(), "IDs/s")
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/total, "cpu-ns/ID")
+	}
 	if setBytes > 0 {
 		b.ReportMetric(float64(setBytes)/float64(ids), "bytes/ID")
 	}
-	b.ReportMetric(float64(heapBytes)/float64(ids), "heap-bytes/ID")
+	if heapBytes > 0 {
+		b.ReportMetric(float64(heapBytes)/float64(ids), "heap-bytes/ID")
+	}
 }
 
 func benchSet(b *testing.B, ids []generator.ID) {
 	var setBytes, heapBytes uint64
+	var cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		h0 := heapInUse()
 		b.StartTimer()
+		c0 := processCPU()
 		s := NewSet(generator.DefaultLayout())
 		for _, id := range ids {
 			if !s.Add(id) {
 				b.Fatalf("false duplicate %d", id)
 			}
 		}
+		cpu += processCPU() - c0
 		b.StopTimer()
 		heapBytes = heapInUse() - h0
 		setBytes = s.Bytes()
 		runtime.KeepAlive(s)
 		b.StartTimer()
 	}
-	reportPerID(b, len(ids), setBytes, heapBytes)
+	reportPerID(b, len(ids), cpu, setBytes, heapBytes)
 }
 
 func benchMap(b *testing.B, ids []generator.ID) {
 	var heapBytes uint64
+	var cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		h0 := heapInUse()
 		b.StartTimer()
+		c0 := processCPU()
 		m := make(map[uint64]struct{})
 		for _, id := range ids {
 			if _, dup := m[uint64(id)]; dup {
@@ -97,12 +111,13 @@ func benchMap(b *testing.B, ids []generator.ID) {
 			}
 			m[uint64(id)] = struct{}{}
 		}
+		cpu += processCPU() - c0
 		b.StopTimer()
 		heapBytes = heapInUse() - h0
 		runtime.KeepAlive(m)
 		b.StartTimer()
 	}
-	reportPerID(b, len(ids), 0, heapBytes)
+	reportPerID(b, len(ids), cpu, 0, heapBytes)
 }
 
 // BenchmarkDuplicates compares the Set with a plain map on identical
@@ -134,6 +149,7 @@ func (c call) observation(ids []generator.ID) Observation {
 // per-ID cost and memory (Result.Bytes and the live heap).
 func benchVerifier(b *testing.B, nodes int, ids []generator.ID, calls []call) {
 	var vBytes, heapBytes uint64
+	var cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		h0 := heapInUse()
@@ -142,18 +158,20 @@ func benchVerifier(b *testing.B, nodes int, ids []generator.ID, calls []call) {
 			v.Issuer(fmt.Sprint("node-", n), 0, int64(n))
 		}
 		b.StartTimer()
+		c0 := processCPU()
 		for _, c := range calls {
 			if v.Observe(c.observation(ids)).Any() {
 				b.Fatal("false finding")
 			}
 		}
+		cpu += processCPU() - c0
 		b.StopTimer()
 		heapBytes = heapInUse() - h0
 		vBytes = v.Result().Bytes
 		runtime.KeepAlive(v)
 		b.StartTimer()
 	}
-	reportPerID(b, len(ids), vBytes, heapBytes)
+	reportPerID(b, len(ids), cpu, vBytes, heapBytes)
 }
 
 // verifierCalls cuts a stream into calls of up to batch IDs of one node,
@@ -208,6 +226,7 @@ func BenchmarkConcurrent(b *testing.B) {
 	const nodes = 8
 	sat := saturatedNodeMajor(nodes, 64)
 	calls := verifierCalls(sat, 256)
+	c0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		c := NewConcurrent(Config{})
 		for n := range nodes {
@@ -228,5 +247,5 @@ func BenchmarkConcurrent(b *testing.B) {
 			b.Fatal("false duplicate")
 		}
 	}
-	reportPerID(b, len(sat), 0, 0)
+	reportPerID(b, len(sat), processCPU()-c0, 0, 0)
 }

@@ -11,26 +11,35 @@ import (
 // a duplicate or a duplicate as fresh, for any 64-bit value, including
 // IDs from a different layout than the Set's.
 //
-// Internally an ID's bits are reordered to (node, time, sequence), a
-// bijection, so that the IDs of one node are close together, and the
-// result is stored in compressed bitmaps (roaring): one 32-bit bitmap per
-// node and 2^(TimeBits+SeqBits-32) span of its key space. A small
-// direct-mapped table remembers the bitmap each node last used and how far
-// it has got; an ID above that point (the usual case: a node's IDs grow)
-// is known fresh without a lookup and is buffered, then added in batches.
+// Internally an ID's bits are reordered, a bijection, to (node, high
+// sequence bits, time, low 10 sequence bits), so that the IDs of one node
+// lie close together whether it issues one ID per tick (consecutive ticks
+// share a 16-bit container) or thousands (each tick fills runs), and the
+// keys are stored in compressed bitmaps (roaring), one 32-bit bitmap per
+// node, high sequence bits and span of time. A small direct-mapped table
+// remembers the bitmap each node last used and how far it has got; an ID
+// above that point (the usual case: a node's IDs grow) is known fresh
+// without a lookup and is buffered, then added in batches.
 //
-// Costs: about 5 bytes per ID when each node issues one ID per tick (many
-// nodes interleaved), far under one bit per ID when nodes issue at their
-// sequence limit, and some tens of nanoseconds per Add; see the package
-// benchmarks. A Set is not safe for concurrent use.
+// Costs: about 3 bytes per ID when each node issues one ID per tick (many
+// nodes interleaved); at a node's sequence limit, under half a byte per ID
+// once the burst lasts 16 ticks and far under one bit per ID after 64;
+// tens of nanoseconds per Add; see the package benchmarks. A Set is not safe for concurrent use.
 type Set struct {
 	// permute is false when the layout's fields do not cover 63 bits; the
 	// key is then the ID itself (still exact, only less compact).
-	permute          bool
-	seqBits, seqNode uint   // SeqBits; SeqBits+NodeBits
-	timeSeq          uint   // TimeBits+SeqBits: where the node goes in the key
-	seqMask, nodeMsk uint64 // masks of the sequence and node fields
-	slotShift        uint   // hi >> slotShift selects a slot (the node, when it fits)
+	permute bool
+	// Field positions in the ID: sequence at 0, node at seqBits, time at
+	// seqNode; the sequence splits into low seqLo bits and the rest.
+	seqBits, seqNode, seqLo uint
+	seqMask, nodeMsk, loMsk uint64
+	// Positions in the key: low sequence at 0, time at seqLo, high
+	// sequence at hiPos, node at nodePos.
+	hiPos, nodePos uint
+	// Slot selection: x = hi >> slotShift is (node, high sequence) when the
+	// time bits reach into hi; slot = (x>>rowBits + (x&rowMask)*61) & mask.
+	slotShift, rowBits uint
+	rowMask            uint32
 
 	slots []slot
 	dir   map[uint32]*roaring.Bitmap
@@ -54,6 +63,11 @@ const (
 	// bufCap is how many known-fresh values a slot holds before adding
 	// them to its bitmap in one batch.
 	bufCap = 64
+	// maxSeqLo is how many low sequence bits sit below the time field in
+	// the key: a 16-bit container holds 64 ticks of 1,024 sequence
+	// numbers, so one ID per tick fills it 64 deep, and a saturated node
+	// fills 4 rows (for 12 sequence bits) completely in 64 ticks.
+	maxSeqLo = 10
 )
 
 // NewSet returns an empty Set keyed for the layout l (the zero Layout means
@@ -75,11 +89,16 @@ func (s *Set) init(l generator.Layout) {
 		s.permute = true
 		s.seqBits = l.SeqBits
 		s.seqNode = l.SeqBits + l.NodeBits
-		s.timeSeq = l.TimeBits + l.SeqBits
+		s.seqLo = min(l.SeqBits, maxSeqLo)
 		s.seqMask = 1<<l.SeqBits - 1
 		s.nodeMsk = 1<<l.NodeBits - 1
-		if s.timeSeq >= 32 {
-			s.slotShift = s.timeSeq - 32
+		s.loMsk = 1<<s.seqLo - 1
+		s.hiPos = s.seqLo + l.TimeBits
+		s.nodePos = l.TimeBits + l.SeqBits
+		if s.hiPos >= 32 {
+			s.slotShift = s.hiPos - 32
+			s.rowBits = l.SeqBits - s.seqLo
+			s.rowMask = 1<<s.rowBits - 1
 		}
 	}
 	for i := range s.slots {
@@ -88,8 +107,8 @@ func (s *Set) init(l generator.Layout) {
 }
 
 // key maps an ID to its storage key, a bijection on 64-bit values: the
-// sign bit stays, and the low 63 bits are reordered from (time, node, seq)
-// to (node, time, seq).
+// sign bit stays, and the low 63 bits are reordered from (time, node,
+// seqHi, seqLo) to (node, seqHi, time, seqLo).
 func (s *Set) key(id generator.ID) uint64 {
 	u := uint64(id)
 	if !s.permute {
@@ -99,7 +118,15 @@ func (s *Set) key(id generator.ID) uint64 {
 	v := u &^ (1 << 63)
 	tick := v >> s.seqNode
 	node := (v >> s.seqBits) & s.nodeMsk
-	return sign | node<<s.timeSeq | tick<<s.seqBits | v&s.seqMask
+	seq := v & s.seqMask
+	return sign | node<<s.nodePos | (seq>>s.seqLo)<<s.hiPos | tick<<s.seqLo | seq&s.loMsk
+}
+
+// slotOf returns the table slot for the bitmap keyed hi: a function of hi
+// alone, spreading nodes (and their sequence rows) across the table.
+func (s *Set) slotOf(hi uint32) *slot {
+	x := hi >> s.slotShift
+	return &s.slots[int(x>>s.rowBits+(x&s.rowMask)*61)&(len(s.slots)-1)]
 }
 
 // Add inserts id and reports whether it was absent (fresh); false means id
@@ -107,7 +134,7 @@ func (s *Set) key(id generator.ID) uint64 {
 func (s *Set) Add(id generator.ID) (fresh bool) {
 	k := s.key(id)
 	hi, lo := uint32(k>>32), uint32(k)
-	sl := &s.slots[int(hi>>s.slotShift)&(len(s.slots)-1)]
+	sl := s.slotOf(hi)
 	if sl.bm == nil || sl.hi != hi {
 		sl = s.load(hi)
 	}
@@ -137,7 +164,7 @@ func (s *Set) Add(id generator.ID) (fresh bool) {
 func (s *Set) Contains(id generator.ID) bool {
 	k := s.key(id)
 	hi, lo := uint32(k>>32), uint32(k)
-	sl := &s.slots[int(hi>>s.slotShift)&(len(s.slots)-1)]
+	sl := s.slotOf(hi)
 	if sl.bm != nil && sl.hi == hi {
 		if int64(lo) > sl.max {
 			return false
@@ -157,10 +184,10 @@ func (s *Set) Len() uint64 { return s.n }
 // grows (up to maxSlots), so interleaved nodes soon stop evicting each
 // other.
 func (s *Set) load(hi uint32) *slot {
-	sl := &s.slots[int(hi>>s.slotShift)&(len(s.slots)-1)]
+	sl := s.slotOf(hi)
 	if sl.bm != nil && sl.hi>>s.slotShift != hi>>s.slotShift && len(s.slots) < maxSlots {
 		s.grow()
-		sl = &s.slots[int(hi>>s.slotShift)&(len(s.slots)-1)]
+		sl = s.slotOf(hi)
 	}
 	if sl.bm != nil {
 		flush(sl)
@@ -224,8 +251,8 @@ func (s *Set) Bytes() uint64 {
 	for _, bm := range s.dir {
 		st := bm.Stats()
 		b += bitmapOverhead + st.Containers*containerSlotBytes
-		// Array payloads grow by append: allow an eighth for spare capacity.
-		b += st.ArrayContainers*arrayHeaderBytes + st.ArrayContainerBytes + st.ArrayContainerBytes/8
+		// Array payloads grow by append: allow a sixteenth for spare capacity.
+		b += st.ArrayContainers*arrayHeaderBytes + st.ArrayContainerBytes + st.ArrayContainerBytes/16
 		b += st.BitmapContainers*bitmapHeaderBytes + st.BitmapContainerBytes
 		b += st.RunContainers*runHeaderBytes + st.RunContainerBytes
 	}

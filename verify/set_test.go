@@ -97,23 +97,26 @@ func adversarial(l generator.Layout, seed uint64) map[string][]generator.ID {
 	}
 	out["repeat"] = rep
 
-	// Values either side of every 16-bit container and 32-bit bitmap
-	// boundary of the permuted key, for a few nodes, in both orders.
+	// Values either side of the container (16-bit) and bitmap (32-bit)
+	// boundaries of the key, for a few nodes and sequence rows, in both
+	// orders: ticks near multiples of 2^6 and 2^22 (the key keeps 10 low
+	// sequence bits below the time), and of 2^4, 2^8, 2^20 and 2^24
+	// (boundaries other splits would have).
 	var edges []generator.ID
+	seqs := []int64{0, 1, 255, 256, 1023, 1024, 1025, maxSeq - 1, maxSeq}
 	for _, n := range []int64{0, 1, maxNode} {
-		for _, b := range []uint{16, 32} {
-			for k := uint64(1); k < 6; k++ {
-				base := k << b // in the (time, seq) part of the key
+		for _, b := range []uint{4, 6, 8, 20, 22, 24} {
+			for k := int64(1); k < 4; k++ {
 				for d := int64(-2); d <= 2; d++ {
-					ts := int64(base) + d
-					if ts < 0 {
-						continue
-					}
-					tick, seq := ts>>l.SeqBits, ts&maxSeq
+					tick := k<<b + d
 					if l.TimeBits < 63 && tick >= int64(1)<<l.TimeBits {
 						continue
 					}
-					edges = append(edges, mk(tick, n, seq))
+					for _, sq := range seqs {
+						if sq >= 0 && sq <= maxSeq {
+							edges = append(edges, mk(tick, n, sq))
+						}
+					}
 				}
 			}
 		}
@@ -208,6 +211,39 @@ func TestSetBytesGrows(t *testing.T) {
 	}
 	if s.Bytes() <= b0 || s.Len() != 100000 {
 		t.Fatalf("Bytes %d -> %d, Len %d", b0, s.Bytes(), s.Len())
+	}
+}
+
+// TestSetMemoryTargets checks Bytes per ID against the targets on
+// deterministic streams: at most 8 bytes per ID with one ID per ms per
+// node (1,024 nodes interleaved), under 0.5 at 4,096 per ms per node.
+func TestSetMemoryTargets(t *testing.T) {
+	l := generator.DefaultLayout()
+	sparse := NewSet(l)
+	n := 0
+	for tick := int64(47_000_000_000); tick < 47_000_000_000+1024; tick++ {
+		for node := range int64(1024) {
+			id, _ := l.Compose(tick, node, 0)
+			sparse.Add(id)
+			n++
+		}
+	}
+	if perID := float64(sparse.Bytes()) / float64(n); perID > 8 {
+		t.Errorf("sparse: %.2f bytes/ID, want <= 8", perID)
+	}
+	sat := NewSet(l)
+	n = 0
+	for tick := int64(47_000_000_000); tick < 47_000_000_000+64; tick++ {
+		for node := range int64(4) {
+			for seq := range int64(4096) {
+				id, _ := l.Compose(tick, node, seq)
+				sat.Add(id)
+				n++
+			}
+		}
+	}
+	if perID := float64(sat.Bytes()) / float64(n); perID >= 0.5 {
+		t.Errorf("saturated: %.3f bytes/ID, want < 0.5", perID)
 	}
 }
 
