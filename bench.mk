@@ -1,0 +1,20 @@
+# Peer comparison targets (issue 9), included from the Makefile. The peers
+# live in their own module under bench/, so the main module never depends
+# on them.
+BENCH_GO        ?= $(GO)
+BENCHTIME       ?= 1s
+PEERS_DSN       ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+
+.PHONY: bench-peers peers-survival bench-test
+
+## bench-peers: throughput of every peer, snowchaos and a Postgres ticket server, 1 and 2 goroutines, as a Markdown table
+bench-peers:
+	cd bench && $(BENCH_GO) run ./cmd/peertable -benchtime $(BENCHTIME) -dsn '$(PEERS_DSN)'
+
+## peers-survival: the peer scenarios (scenarios/peers) through the harness, as the fault-survival table
+peers-survival:
+	cd bench && $(BENCH_GO) run ./cmd/peersurvival ../scenarios/peers
+
+## bench-test: vet and test the bench module (race detector on)
+bench-test:
+	cd bench && $(BENCH_GO) vet ./... && $(BENCH_GO) test -race -count=1 ./...
