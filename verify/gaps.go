@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"math"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -77,5 +78,8 @@ func (b *buckets) longestGap(from, to, res int64) time.Duration {
 		}
 	}
 	gap = max(gap, bt-prev)
+	if gap > math.MaxInt64/res {
+		return math.MaxInt64
+	}
 	return time.Duration(gap * res)
 }

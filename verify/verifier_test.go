@@ -650,8 +650,10 @@ func TestLeadSaturates(t *testing.T) {
 	a := v.Register(IssuerSpec{Name: "x", Layout: generator.Layout{TimeBits: 63}})
 	v.Observe(Observation{Issuer: a, RefStart: math.MinInt64, RefEnd: math.MinInt64, IDs: []generator.ID{math.MaxInt64, -1}})
 	v.Observe(Observation{Issuer: a, RefStart: math.MaxInt64, RefEnd: math.MaxInt64, IDs: []generator.ID{0}})
+	v.Observe(Observation{Issuer: a, RefStart: math.MinInt64 + 5, RefEnd: math.MinInt64 + 5})
+	v.Observe(Observation{Issuer: a, RefStart: math.MaxInt64 - 1, RefEnd: math.MaxInt64 - 1})
 	r := v.Result()
-	if r.Lead.Max != math.MaxInt64 || r.Lag.Max <= 0 {
+	if r.Lead.Max != math.MaxInt64 || r.Lag.Max <= 0 || r.LongestGap <= 0 {
 		t.Fatalf("lead %+v lag %+v", r.Lead, r.Lag)
 	}
 }
