@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness"
 	"github.com/snowchaos/snowchaos/harness/reference"
@@ -20,6 +22,7 @@ import (
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/scenarios"
+	"github.com/snowchaos/snowchaos/telemetry"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -387,5 +390,40 @@ expect:
 		if !f.Confirmed {
 			t.Fatalf("fault %+v", f)
 		}
+	}
+}
+
+// TestMetrics: a run with metrics moves the snowchaos_* series and serves
+// snowflake_* series for its in-process nodes while they run.
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	hm := telemetry.NewHarnessMetrics()
+	gc := telemetry.NewGeneratorCollector(telemetry.Options{PerNode: true})
+	reg.MustRegister(hm, gc)
+	suite := load(t, "testdata/small-step.yaml")
+	rep := run(t, suite, harness.Options{Metrics: hm, Generators: gc})
+	if rep.Verdict != harness.Pass {
+		t.Fatalf("verdict %s", rep.Verdict)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				got[f.GetName()] += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				got[f.GetName()+"#"] += 1
+			}
+		}
+	}
+	if got["snowchaos_ids_checked_total"] == 0 || got["snowchaos_duplicates_total"] == 0 || got["snowchaos_faults_injected_total"] != 3 {
+		t.Fatalf("harness series: %v", got)
+	}
+	if got["snowchaos_verdict#"] == 0 {
+		t.Fatalf("no verdict series: %v", got)
 	}
 }

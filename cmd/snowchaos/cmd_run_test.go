@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/snowchaos/snowchaos/scenarios"
+)
+
+func runCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), append([]string{"run"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeScenario(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func builtin(t *testing.T, name string) string {
+	t.Helper()
+	b, err := fs.ReadFile(scenarios.FS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRunMalformed: a malformed scenario exits 2 naming file and line.
+func TestRunMalformed(t *testing.T) {
+	p := writeScenario(t, "bad.yaml", "name: bad\nduration: 1s\nnodes: [{name: a, wroker: 1}]\nload: {rate: 1/s}\ninvariants: [\"duplicate == 0\"]\n")
+	code, _, stderr := runCmd(t, p)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	for _, want := range []string{p + ":3: nodes[0].wroker: unknown key \"wroker\" (did you mean \"worker\"?)", p + ":5: invariants[0]: unknown invariant \"duplicate\""} {
+		if !strings.Contains(stderr, want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// TestRunDroppedExpectation: the built-in step scenario passes; edited to
+// drop its expected failures it exits 1.
+func TestRunDroppedExpectation(t *testing.T) {
+	src := builtin(t, "step-back-small.yaml")
+	ok := writeScenario(t, "ok.yaml", src)
+	if code, out, stderr := runCmd(t, "--target", "wait,bad-no-rewind-check", ok); code != 0 {
+		t.Fatalf("unedited: exit %d\n%s%s", code, out, stderr)
+	}
+	i := strings.Index(src, "expect:")
+	if i < 0 {
+		t.Fatal("no expect block")
+	}
+	edited := writeScenario(t, "edited.yaml", src[:i])
+	code, out, _ := runCmd(t, "--target", "wait,bad-no-rewind-check", edited)
+	if code != 1 {
+		t.Fatalf("edited: exit %d, want 1\n%s", code, out)
+	}
+	if !strings.Contains(out, "bad-no-rewind-check: FAIL: duplicates == 0") {
+		t.Fatalf("the matrix does not say what failed:\n%s", out)
+	}
+}
+
+// TestRunOutputs writes every report format.
+func TestRunOutputs(t *testing.T) {
+	dir := t.TempDir()
+	p := writeScenario(t, "s.yaml", builtin(t, "restart-same-ms.yaml"))
+	junit, html, hist := filepath.Join(dir, "j.xml"), filepath.Join(dir, "r.html"), filepath.Join(dir, "h.ndjson")
+	code, out, stderr := runCmd(t, "--report", "json", "--junit", junit, "--html", html, "--history", hist, "--target", "wait,bad-memory-only", "--seed", "5", p)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	var rep struct {
+		Verdict   string
+		Scenarios []struct {
+			Seed int64
+			Runs []struct{ Target string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("json: %v\n%s", err, out)
+	}
+	if rep.Verdict != "pass" || rep.Scenarios[0].Seed != 5 || len(rep.Scenarios[0].Runs) != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, f := range []string{junit, html, hist} {
+		st, err := os.Stat(f)
+		if err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	b, _ := os.ReadFile(hist)
+	if lines := bytes.Count(b, []byte("\n")); lines < 1000 {
+		t.Fatalf("history has %d lines", lines)
+	}
+}
+
+func TestRunFlags(t *testing.T) {
+	for _, args := range [][]string{{"--mode", "fast"}, {"--report", "xml"}, {"--seed", "x"}, {"--target", "nope"}, {"/does/not/exist.yaml"}} {
+		if code, _, _ := runCmd(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	code, out, _ := runCmd(t, "--list")
+	if code != 0 || !strings.Contains(out, "leap-smear") || !strings.Contains(out, "bad-unbounded-logical") {
+		t.Fatalf("--list: %d\n%s", code, out)
+	}
+}
+
+// TestRunBuiltinSuite runs the embedded suite (the wait target only, to
+// keep it quick; the harness tests run every target).
+func TestRunBuiltinSuite(t *testing.T) {
+	code, out, stderr := runCmd(t, "--target", "wait")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "14 scenarios, 14 runs: 14 passed") {
+		t.Fatalf("summary:\n%s", out)
+	}
+}

@@ -1,0 +1,185 @@
+package target_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/snowchaos/snowchaos/faults"
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/reference"
+	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/harness/target"
+	"github.com/snowchaos/snowchaos/lease"
+)
+
+var start = time.Date(2026, 6, 30, 12, 0, 0, 0, time.UTC)
+
+func spec(name string) target.NodeSpec {
+	return target.NodeSpec{Name: name, Host: name, Worker: 1, Layout: generator.DefaultLayout(), Checkpoint: true, Reserve: 50 * time.Millisecond}
+}
+
+func issue(t *testing.T, n target.Node, k int) []generator.ID {
+	t.Helper()
+	out := make([]generator.ID, k)
+	if got, err := n.Issue(context.Background(), out); err != nil || got != k {
+		t.Fatalf("issue: %d %v", got, err)
+	}
+	return out
+}
+
+func TestRegistry(t *testing.T) {
+	names := target.Names()
+	want := []string{target.InProcessName}
+	for _, r := range reference.All() {
+		want = append(want, r.Name)
+	}
+	for _, w := range want {
+		tg, err := target.Lookup(w)
+		if err != nil {
+			t.Fatalf("%s: %v (registered: %v)", w, err, names)
+		}
+		info := tg.Info()
+		if info.Name != w || !info.Caps.Simulated || !info.Caps.Supports(scenario.KindSlew) || info.Doc == "" {
+			t.Fatalf("%s: %+v", w, info)
+		}
+		if info.KnownBad != (w != target.InProcessName) {
+			t.Fatalf("%s: KnownBad %v", w, info.KnownBad)
+		}
+	}
+	if _, err := target.Lookup("nope"); !errors.Is(err, target.ErrUnknown) {
+		t.Fatal(err)
+	}
+}
+
+// TestRestartKeepsCheckpoint: a restart in the same tick waits out the
+// reserved mark with the checkpoint, and repeats IDs once it is wiped.
+func TestRestartKeepsCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	for _, wipe := range []bool{false, true} {
+		v := faults.NewVirtual(start, true)
+		tg, _ := target.Lookup(target.InProcessName)
+		n, err := tg.Start(ctx, spec("a"), target.Env{Base: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := issue(t, n, 3)
+		if err := n.Stop(ctx, target.StopOptions{Wipe: wipe}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.Issue(ctx, make([]generator.ID, 1)); !errors.Is(err, target.ErrStopped) {
+			t.Fatalf("stopped node issued: %v", err)
+		}
+		if n.Worker() != -1 {
+			t.Fatal("stopped node has a worker")
+		}
+		if err := n.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		after := issue(t, n, 1)
+		if repeated := after[0] <= before[2]; repeated != wipe {
+			t.Fatalf("wipe %v: after restart %d, before %d", wipe, after[0], before[2])
+		}
+		n.Close()
+	}
+}
+
+// TestLeaseCloneAndHandoff: a clone with the same worker ID is granted
+// another by the memory lease; a graceful handoff carries the last issued
+// time to a host whose clock is behind.
+func TestLeaseCloneAndHandoff(t *testing.T) {
+	ctx := context.Background()
+	reg := lease.NewMemory(faults.NewVirtual(start, true))
+	tg, _ := target.Lookup(target.InProcessName)
+	s := spec("a")
+	s.Lease, s.Checkpoint = scenario.LeaseMemory, false
+	va := faults.NewVirtual(start, true)
+	a, err := tg.Start(ctx, s, target.Env{Base: va, Leases: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Worker() != 1 {
+		t.Fatalf("worker %d", a.Worker())
+	}
+	cs := s
+	cs.Name, cs.Host = "a-clone", "a-clone"
+	clone, err := tg.Start(ctx, cs, target.Env{Base: faults.NewVirtual(start, true), Leases: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clone.Worker() == 1 {
+		t.Fatal("the clone got the same worker ID")
+	}
+	last := issue(t, a, 5)
+	if err := a.Stop(ctx, target.StopOptions{Graceful: true}); err != nil {
+		t.Fatal(err)
+	}
+	hs := s
+	hs.Host, hs.ClockOffset = "a-host2", -20*time.Millisecond
+	vb := faults.NewVirtual(start, true)
+	b, err := tg.Start(ctx, hs, target.Env{Base: vb, Leases: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Worker() != 1 {
+		t.Fatalf("the handoff got worker %d", b.Worker())
+	}
+	if off, _ := b.Clock().Offset(ctx); off != -20*time.Millisecond {
+		t.Fatalf("offset %v", off)
+	}
+	first := issue(t, b, 1)
+	if first[0] <= last[4] {
+		t.Fatalf("the new holder issued %d, not above the old holder's %d", first[0], last[4])
+	}
+	if vb.Elapsed() < 20*time.Millisecond {
+		t.Fatalf("the new holder waited %v, want at least the 20ms its clock is behind", vb.Elapsed())
+	}
+}
+
+// TestPauseBlocksIssue: a paused node answers only when the pause ends.
+func TestPauseBlocksIssue(t *testing.T) {
+	ctx := context.Background()
+	v := faults.NewVirtual(start, true)
+	tg, _ := target.Lookup(target.InProcessName)
+	n, err := tg.Start(ctx, spec("a"), target.Env{Base: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue(t, n, 1)
+	t0 := v.Elapsed()
+	if err := n.Clock().Apply(ctx, target.ClockFault{Kind: scenario.KindPause, For: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	issue(t, n, 1)
+	if d := v.Elapsed() - t0; d < 2*time.Second {
+		t.Fatalf("a call during a 2s pause returned after %v", d)
+	}
+	if err := n.Clock().Apply(ctx, target.ClockFault{Kind: "bogus"}); !errors.Is(err, target.ErrUnsupported) {
+		t.Fatal(err)
+	}
+}
+
+func TestClockFaults(t *testing.T) {
+	ctx := context.Background()
+	v := faults.NewVirtual(start, true)
+	tg, _ := target.Lookup(reference.NameNoRewindCheck)
+	n, err := tg.Start(ctx, spec("a"), target.Env{Base: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := n.Clock()
+	ctl.Apply(ctx, target.ClockFault{Kind: scenario.KindStep, By: -5 * time.Millisecond})
+	if off, _ := ctl.Offset(ctx); off != -5*time.Millisecond {
+		t.Fatalf("step: %v", off)
+	}
+	ctl.Apply(ctx, target.ClockFault{Kind: scenario.KindRevert})
+	if off, _ := ctl.Offset(ctx); off != 0 {
+		t.Fatalf("revert: %v", off)
+	}
+	ctl.Apply(ctx, target.ClockFault{Kind: scenario.KindDrift, PPM: 100})
+	v.Advance(time.Second)
+	if off, _ := ctl.Offset(ctx); off != 100*time.Microsecond {
+		t.Fatalf("drift: %v", off)
+	}
+}
