@@ -334,8 +334,8 @@ func TestHistory(t *testing.T) {
 	for sc.Scan() {
 		var line struct {
 			Scenario, Target, Ref, Node, Outcome string
-			T                                     float64
-			IDs                                   []string
+			T                                    float64
+			IDs                                  []string
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			t.Fatalf("line %d: %v: %s", n, err, sc.Text())

@@ -55,7 +55,7 @@ func TestJUnit(t *testing.T) {
 	}
 	var doc struct {
 		Tests  int `xml:"tests,attr"`
-		Suites          []struct {
+		Suites []struct {
 			Name  string `xml:"name,attr"`
 			Cases []struct {
 				Name    string    `xml:"name,attr"`
