@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -105,6 +106,9 @@ type Config struct {
 	// ApplicationName is the connections' application_name; empty:
 	// "snowchaos-pgoracle".
 	ApplicationName string
+	// Clock times the waits and COPYs reported in Result (monotonic
+	// readings only). Nil: generator.SystemClock().
+	Clock generator.Clock
 }
 
 // Verdict is the oracle's judgement.
@@ -224,6 +228,9 @@ func New(ctx context.Context, cfg Config) (*Oracle, error) {
 	if cfg.MaxDetails == 0 {
 		cfg.MaxDetails = DefaultMaxDetails
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = generator.SystemClock()
+	}
 	if cfg.ApplicationName == "" {
 		cfg.ApplicationName = "snowchaos-pgoracle"
 	}
@@ -260,6 +267,12 @@ func New(ctx context.Context, cfg Config) (*Oracle, error) {
 		go o.writer(c)
 	}
 	return o, nil
+}
+
+// mono reads the monotonic clock.
+func (o *Oracle) mono() int64 {
+	_, m := o.cfg.Clock.Now()
+	return m
 }
 
 // connect opens one connection.
@@ -347,9 +360,9 @@ func (o *Oracle) enqueue(b *batch) {
 		o.pool.Put(b)
 		return
 	}
-	start := time.Now()
+	start := o.mono()
 	o.queue <- b
-	o.blockedNs.Add(int64(time.Since(start)))
+	o.blockedNs.Add(o.mono() - start)
 	o.blockedAdds.Add(1)
 }
 
@@ -376,9 +389,9 @@ func (o *Oracle) writer(c *pgx.Conn) {
 			o.pool.Put(b)
 			continue
 		}
-		start := time.Now()
+		start := o.mono()
 		tag, err := c.PgConn().CopyFrom(context.Background(), &copyReader{parts: [][]byte{copyHeader, b.buf, copyTrailer}}, sql)
-		o.copyNs.Add(int64(time.Since(start)))
+		o.copyNs.Add(o.mono() - start)
 		if err == nil && tag.RowsAffected() != int64(b.rows) {
 			err = fmt.Errorf("COPY wrote %d rows of %d", tag.RowsAffected(), b.rows)
 		}
@@ -411,7 +424,7 @@ func (r *copyReader) Read(p []byte) (int, error) {
 		}
 	}
 	if n == 0 && len(r.parts) == 0 {
-		return 0, errEOF
+		return 0, io.EOF
 	}
 	return n, nil
 }
@@ -468,12 +481,12 @@ func (o *Oracle) Finish(ctx context.Context) (Result, error) {
 		r.Reason = fmt.Sprintf("%d IDs dropped on a full queue: the table is incomplete", r.Dropped)
 		return r, nil
 	}
-	start := time.Now()
+	start := o.mono()
 	if err := o.count(ctx, &r); err != nil {
 		r.Reason = err.Error()
 		return r, nil
 	}
-	r.CountTime = time.Since(start)
+	r.CountTime = time.Duration(o.mono() - start)
 	switch {
 	case r.Rows != r.Submitted:
 		r.Reason = fmt.Sprintf("the table holds %d rows but %d IDs were submitted", r.Rows, r.Submitted)
