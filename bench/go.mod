@@ -5,15 +5,18 @@ go 1.26.7
 replace github.com/snowchaos/snowchaos => ../
 
 require (
-	github.com/bwmarrin/snowflake v0.3.0 // indirect
-	github.com/google/uuid v1.6.0 // indirect
+	github.com/bwmarrin/snowflake v0.3.0
+	github.com/google/uuid v1.6.0
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/oklog/ulid/v2 v2.1.2
+	github.com/snowchaos/snowchaos v0.0.0-00010101000000-000000000000
+	github.com/sony/sonyflake v1.2.0
+	github.com/sony/sonyflake/v2 v2.2.0
+)
+
+require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
-	github.com/oklog/ulid/v2 v2.1.2 // indirect
-	github.com/snowchaos/snowchaos v0.0.0-00010101000000-000000000000 // indirect
-	github.com/sony/sonyflake v1.2.0 // indirect
-	github.com/sony/sonyflake/v2 v2.2.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
 
