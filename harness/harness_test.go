@@ -368,6 +368,7 @@ faults:
   - {at: 100ms, kind: step, by: -5ms, nodes: [a]}
   - {at: 200ms, kind: restart, nodes: [b]}
   - {at: 300ms, kind: clone, for: 100ms, nodes: [a]}
+  - {at: 450ms, kind: freeze, for: 50ms, nodes: [b]}
 invariants: ["duplicates == 0", "order_violations == 0", "restart_violations == 0"]
 targets: [wait, bad-no-rewind-check]
 expect:

@@ -66,10 +66,12 @@ type Report struct {
 
 // Summary counts runs (scenario x target) by verdict.
 type Summary struct {
+	// Runs is every scenario x target selected; the others split it.
 	Runs    int `json:"runs"`
 	Passed  int `json:"passed"`
 	Failed  int `json:"failed"`
 	Unknown int `json:"unknown"`
+	// Skipped counts runs not run (stopped by --fail-fast or a timeout).
 	Skipped int `json:"skipped"`
 }
 
@@ -87,19 +89,27 @@ func (r *Report) ExitCode() int {
 
 // ScenarioResult is one scenario's runs, one per target.
 type ScenarioResult struct {
-	Name        string             `json:"name"`
-	File        string             `json:"file"`
-	Description string             `json:"description,omitempty"`
-	Seed        int64              `json:"seed"`
-	Duration    Duration           `json:"duration_seconds"`
-	Faults      []FaultSpec        `json:"faults"`
-	Runs        []*Result          `json:"runs"`
-	Verdict     Verdict            `json:"verdict"`
-	Scenario    *scenario.Scenario `json:"-"`
+	// Name, File, Description, Seed and Duration come from the scenario
+	// (Seed as overridden).
+	Name        string   `json:"name"`
+	File        string   `json:"file"`
+	Description string   `json:"description,omitempty"`
+	Seed        int64    `json:"seed"`
+	Duration    Duration `json:"duration_seconds"`
+	// Faults are the scheduled faults with their observation windows.
+	Faults []FaultSpec `json:"faults"`
+	// Runs are the results per target, in the scenario's target order.
+	Runs []*Result `json:"runs"`
+	// Verdict is the worst verdict of the runs.
+	Verdict Verdict `json:"verdict"`
+	// Scenario is the parsed scenario.
+	Scenario *scenario.Scenario `json:"-"`
 }
 
 // FaultSpec is a fault as scheduled, for reports.
 type FaultSpec struct {
+	// Name and Kind identify the fault; At is its offset from the start
+	// and End the end of its observation window; Nodes are its nodes.
 	Name  string   `json:"name"`
 	Kind  string   `json:"kind"`
 	At    Duration `json:"at_seconds"`
@@ -163,24 +173,32 @@ type Check struct {
 
 // Figures are a run's key figures.
 type Figures struct {
-	Requests          uint64   `json:"requests"`
-	IDs               uint64   `json:"ids"`
-	Duplicates        uint64   `json:"duplicates"`
-	OrderViolations   uint64   `json:"order_violations"`
-	RestartViolations uint64   `json:"restart_violations"`
-	Refusals          uint64   `json:"refusals"`
-	Availability      float64  `json:"availability"`
-	MaxWait           Duration `json:"max_wait_seconds"`
-	P99Wait           Duration `json:"p99_wait_seconds"`
-	MaxLead           Duration `json:"max_lead_seconds"`
-	P99Lead           Duration `json:"p99_lead_seconds"`
-	MaxLag            Duration `json:"max_lag_seconds"`
-	P99Lag            Duration `json:"p99_lag_seconds"`
-	LongestGap        Duration `json:"longest_gap_seconds"`
+	// Requests counts every request, IDs every ID issued; Duplicates,
+	// OrderViolations and RestartViolations the findings; Refusals the
+	// requests not answered with IDs.
+	Requests          uint64  `json:"requests"`
+	IDs               uint64  `json:"ids"`
+	Duplicates        uint64  `json:"duplicates"`
+	OrderViolations   uint64  `json:"order_violations"`
+	RestartViolations uint64  `json:"restart_violations"`
+	Refusals          uint64  `json:"refusals"`
+	Availability      float64 `json:"availability"`
+	// MaxWait ... LongestGap are the extremes and 99th percentiles of the
+	// wait per request and the embedded-time lead and lag per ID, and the
+	// longest time a node answered no request.
+	MaxWait    Duration `json:"max_wait_seconds"`
+	P99Wait    Duration `json:"p99_wait_seconds"`
+	MaxLead    Duration `json:"max_lead_seconds"`
+	P99Lead    Duration `json:"p99_lead_seconds"`
+	MaxLag     Duration `json:"max_lag_seconds"`
+	P99Lag     Duration `json:"p99_lag_seconds"`
+	LongestGap Duration `json:"longest_gap_seconds"`
 }
 
 // FaultResult says whether one fault took effect.
 type FaultResult struct {
+	// Name, Kind and At identify the fault; Confirmed says whether every
+	// node's measured clock offset (or restart) showed it took effect.
 	Name      string   `json:"name"`
 	Kind      string   `json:"kind"`
 	At        Duration `json:"at_seconds"`
@@ -191,6 +209,8 @@ type FaultResult struct {
 
 // WindowResult holds the figures of one fault window.
 type WindowResult struct {
+	// Name is the fault's name; Start and End bound the window; the rest
+	// are the figures of the requests that arrived in it.
 	Name         string   `json:"name"`
 	Start        Duration `json:"start_seconds"`
 	End          Duration `json:"end_seconds"`
@@ -205,6 +225,8 @@ type WindowResult struct {
 
 // NodeResult holds the figures of one node incarnation.
 type NodeResult struct {
+	// Name, Incarnation and Worker identify the issuer; the rest are its
+	// figures.
 	Name         string   `json:"name"`
 	Incarnation  int      `json:"incarnation"`
 	Worker       int64    `json:"worker"`
@@ -233,6 +255,9 @@ type DuplicateResult struct {
 // SimInfo describes how a simulated run sampled its load: the full rate
 // ran in the hot windows around each fault and Factor of it elsewhere.
 type SimInfo struct {
+	// Budget is the request budget, Factor the quiet-period sampling
+	// factor, Hot the hot span after each hot point, HotSpans their
+	// number and Events the events simulated.
 	Budget   int      `json:"budget"`
 	Factor   float64  `json:"quiet_factor"`
 	Hot      Duration `json:"hot_seconds"`
@@ -265,4 +290,7 @@ type NodeSeries struct {
 	Known  []bool
 	// Lead is the largest embedded-time lead per bucket.
 	Lead []time.Duration
+	// From is the first bucket in which the node existed (a clone starts
+	// late).
+	From int
 }

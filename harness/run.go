@@ -124,6 +124,9 @@ func advance(h *host, t time.Duration) {
 	}
 }
 
+// realTolerance is the least offset tolerance in real mode.
+const realTolerance = time.Millisecond
+
 // newRun prepares a run; the driver then starts the nodes.
 func newRun(ctx context.Context, s *scenario.Scenario, t scenario.Target, o *Options) (*run, error) {
 	tg, rt, err := resolve(t)
@@ -147,6 +150,11 @@ func newRun(ctx context.Context, s *scenario.Scenario, t scenario.Target, o *Opt
 	r.tol = r.info.Caps.OffsetTolerance
 	if r.tol <= 0 {
 		r.tol = target.DefaultOffsetTolerance
+	}
+	if mode == scenario.ModeReal {
+		// The node's offset and its shadow's are read at slightly
+		// different real instants.
+		r.tol = max(r.tol, realTolerance)
 	}
 	for _, e := range s.ChecksFor(t.Name) {
 		if e.Expected && e.Metric == scenario.MetricDuplicates && e.Holds(1) && !e.Holds(0) {
@@ -338,6 +346,7 @@ func (r *run) progress(t time.Duration, force bool) {
 
 // Progress is a live snapshot of a run, for a progress line.
 type Progress struct {
+	// Scenario and Target name the run.
 	Scenario, Target string
 	// Elapsed is the run's (simulated or real) time so far, of Duration.
 	Elapsed, Duration time.Duration

@@ -186,7 +186,7 @@ func (s *sim) setup(res *Result, mkHost func(time.Duration) *host, leaseClock ge
 			return false
 		}
 		s.maintain(sl)
-		r.mu.tl.addSeries(sl)
+		r.mu.tl.addSeries(sl, 0)
 	}
 	for i, f := range r.s.Faults {
 		s.push(f.At, evFault, i, 0)
@@ -477,7 +477,7 @@ func (s *sim) clone(fi int, src *slot) {
 		sl.nm, _ = s.gens.Node(s.s.Name + "/" + s.st.Name + "/" + name)
 	}
 	s.mu.slots = append(s.mu.slots, sl)
-	s.mu.tl.addSeries(sl)
+	s.mu.tl.addSeries(sl, s.t)
 	err := s.startSlot(sl)
 	fr := &s.mu.faults[fi]
 	switch {

@@ -28,8 +28,9 @@ func newTimeline(s *scenario.Scenario, nodes int) *timeline {
 	return &timeline{n: n, width: w, dur: s.Duration}
 }
 
-// addSeries gives the slot a series (once per slot name).
-func (tl *timeline) addSeries(sl *slot) {
+// addSeries gives the slot a series (once per slot name) starting at
+// offset at.
+func (tl *timeline) addSeries(sl *slot, at time.Duration) {
 	if tl == nil {
 		return
 	}
@@ -42,6 +43,7 @@ func (tl *timeline) addSeries(sl *slot) {
 	ns := &NodeSeries{
 		Name: sl.name, IDs: make([]uint64, tl.n), Failed: make([]uint64, tl.n),
 		Offset: make([]time.Duration, tl.n), Known: make([]bool, tl.n), Lead: make([]time.Duration, tl.n),
+		From: tl.bucket(at),
 	}
 	tl.series = append(tl.series, ns)
 	sl.series = ns

@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
@@ -47,6 +48,10 @@ func resolve(t scenario.Target) (target.Target, scenario.Target, error) {
 	return tg, t, nil
 }
 
+// MaxReal bounds a real-mode run's duration: real mode spends wall-clock
+// time, so hours of scenario time belong in simulated mode.
+const MaxReal = 10 * time.Minute
+
 // Validate checks what the parser cannot: that every target exists and
 // can do what the scenario asks of it (the fault kinds, leases, simulated
 // time), and that the load fits the simulation budget. Errors name the
@@ -86,6 +91,9 @@ func Validate(s *scenario.Scenario, mode scenario.Mode) error {
 				}
 			}
 		}
+	}
+	if mode == scenario.ModeReal && s.Duration > MaxReal {
+		add(s.Line, "duration", "%s of wall-clock time: real mode runs are bounded to %s (simulate it, or shorten it)", s.Duration, MaxReal)
 	}
 	if _, err := newPlan(s, mode == scenario.ModeSimulated); err != nil {
 		add(s.Load.Line, "load", "%v", err)

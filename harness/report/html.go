@@ -195,7 +195,7 @@ func timelineSVG(w *errWriter, sr *harness.ScenarioResult, r *harness.Result) {
 		for ni, ns := range tl.Nodes {
 			var b strings.Builder
 			pen := false
-			for i := 0; i < tl.Buckets; i++ {
+			for i := ns.From; i < tl.Buckets; i++ {
 				v, ok := p.val(ns, i)
 				if !ok {
 					pen = false
