@@ -40,7 +40,7 @@ func setBodyHeaders(w http.ResponseWriter, ct []string, n int) {
 // handleID serves GET /v1/id.
 func (s *Server) handleID(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	id, err := s.gen.NextContext(ctx)
+	id, err := s.gen.Load().NextContext(ctx)
 	cancel()
 	if err != nil {
 		writeGenError(w, err)
@@ -100,7 +100,7 @@ func (s *Server) handleIDs(w http.ResponseWriter, r *http.Request) {
 	}
 	ids := bb.ids[:n]
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	got, err := s.gen.NextNContext(ctx, ids)
+	got, err := s.gen.Load().NextNContext(ctx, ids)
 	cancel()
 	if got == 0 {
 		if err == nil {
@@ -259,11 +259,12 @@ func NewLayoutInfo(l generator.Layout) LayoutInfo {
 
 // handleInfo serves GET /v1/info.
 func (s *Server) handleInfo(w http.ResponseWriter, _ *http.Request) {
-	st := s.gen.Settings()
+	g := s.gen.Load()
+	st := g.Settings()
 	writeJSON(w, http.StatusOK, Info{
 		Node: st.Node, Layout: NewLayoutInfo(st.Layout), Policy: st.Policy.String(),
 		MaxWait: st.MaxWait.String(), MaxLead: st.MaxLead.String(), MaxBatch: s.cfg.MaxBatch,
-		Admin: s.cfg.AdminToken != "", Stats: s.gen.Stats(),
+		Admin: s.cfg.AdminToken != "", Stats: g.Stats(),
 	})
 }
 
@@ -292,7 +293,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 // Ready returns nil when the node is ready: the generator's Ready and then
 // every ReadyCheck, the first failure named.
 func (s *Server) Ready(ctx context.Context) error {
-	if err := s.gen.Ready(); err != nil {
+	if err := s.gen.Load().Ready(); err != nil {
 		return err
 	}
 	for _, c := range s.cfg.ReadyChecks {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -101,7 +102,7 @@ type Config struct {
 // handlers are safe for concurrent use.
 type Server struct {
 	cfg       Config
-	gen       *generator.Generator
+	gen       atomic.Pointer[generator.Generator]
 	layout    generator.Layout
 	tokenHash [sha256.Size]byte
 	reg       *prometheus.Registry
@@ -174,11 +175,11 @@ func New(c Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:    c,
-		gen:    c.Generator,
 		layout: c.Generator.Settings().Layout,
 		reg:    c.Registry,
 		log:    c.Logger,
 	}
+	s.gen.Store(c.Generator)
 	if c.AdminToken != "" {
 		s.tokenHash = sha256.Sum256([]byte(c.AdminToken))
 	}
@@ -194,6 +195,23 @@ func New(c Config) (*Server, error) {
 		s.admin = s.build(false, true)
 	}
 	return s, nil
+}
+
+// Generator returns the generator the node serves.
+func (s *Server) Generator() *generator.Generator { return s.gen.Load() }
+
+// SetGenerator makes the node serve g from now on and returns the previous
+// generator (a lease keeper that acquired another worker ID asks for a new
+// generator). g must use the same layout; requests already inside the old
+// generator finish there. The caller closes the old one.
+func (s *Server) SetGenerator(g *generator.Generator) (*generator.Generator, error) {
+	if g == nil {
+		return nil, fmt.Errorf("%w: nil generator", ErrConfig)
+	}
+	if l := g.Settings().Layout; l != s.layout {
+		return nil, fmt.Errorf("%w: new generator's layout %s differs from %s", ErrConfig, l.Name, s.layout.Name)
+	}
+	return s.gen.Swap(g), nil
 }
 
 // Registry returns the registry /metrics exposes.

@@ -1,0 +1,545 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/snowchaos/snowchaos/faults"
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/lease"
+	leaseetcd "github.com/snowchaos/snowchaos/lease/etcd"
+	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
+	"github.com/snowchaos/snowchaos/ntpcheck"
+	"github.com/snowchaos/snowchaos/server"
+	"github.com/snowchaos/snowchaos/telemetry"
+	"github.com/snowchaos/snowchaos/telemetry/tracing"
+)
+
+func init() {
+	register(command{name: "serve", summary: "serve IDs over HTTP (serve -h)", run: runServe})
+}
+
+const serveUsage = `usage: snowchaos serve [flags]
+
+Serves a Snowflake generator over HTTP: GET /v1/id, /v1/ids?count=N,
+/v1/decode/{id}, /v1/info, /healthz, /readyz, /metrics, and with an admin
+token the fault API under /admin/v1/faults. Prints "listening on ADDR" once
+it accepts connections (so --listen 127.0.0.1:0 can be used), and shuts down
+gracefully on SIGTERM or SIGINT: in-flight requests finish, the generator
+persists its final mark, the lease is released.
+
+Every flag can also be set by the environment: --max-wait by
+SNOWCHAOS_MAX_WAIT, and so on (the flag wins). Prefer SNOWCHAOS_ADMIN_TOKEN
+(or --admin-token-file) to --admin-token, which other users can read in the
+process list.
+
+Exit codes: 0 clean shutdown, 1 serving failed, 2 bad flags or environment.
+
+flags:
+`
+
+// serveFlags holds the parsed flags of serve.
+type serveFlags struct {
+	listen, adminAddr       string
+	adminToken, adminFile   string
+	adminAllowRemote        bool
+	worker                  int64
+	layout, epoch, policy   string
+	maxWait, maxLead        time.Duration
+	reserve                 time.Duration
+	checkpoint              string
+	maxBatch                int
+	requestTimeout          time.Duration
+	shutdownTimeout         time.Duration
+	leaseURL, holder        string
+	leaseTTL                time.Duration
+	ntpServers              string
+	ntpMaxOffset, ntpEvery  time.Duration
+	clockOffset             time.Duration
+	logLevel                string
+	faultClock              bool
+	tracingServiceName      string
+	leaseSchema, leaseTable string
+}
+
+// newServeFlagSet declares serve's flags on a new FlagSet.
+func newServeFlagSet(f *serveFlags, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the API on (host:port; port 0 picks a free one)")
+	fs.StringVar(&f.adminAddr, "admin-addr", "", "separate address for the admin fault API (empty: on --listen)")
+	fs.StringVar(&f.adminToken, "admin-token", "", "bearer token enabling the admin fault API (empty: no admin API)")
+	fs.StringVar(&f.adminFile, "admin-token-file", "", "file holding the admin token")
+	fs.BoolVar(&f.adminAllowRemote, "admin-allow-remote", false, "allow the admin API on a non-loopback address")
+	fs.BoolVar(&f.faultClock, "fault-clock", false, "run the generator on a fault clock even without an admin token")
+	fs.Int64Var(&f.worker, "worker", 0, "worker (node) ID; with --lease, the preferred one")
+	fs.StringVar(&f.layout, "layout", "41/10/12", "bit layout preset: "+presetNames())
+	fs.StringVar(&f.epoch, "epoch", "", "layout epoch, RFC 3339 (empty: the preset's, 2025-01-01T00:00:00Z)")
+	fs.StringVar(&f.policy, "policy", "wait", "rewind policy: wait, refuse or logical")
+	fs.DurationVar(&f.maxWait, "max-wait", time.Second, "per-call wait bound (rewinds and sequence exhaustion)")
+	fs.DurationVar(&f.maxLead, "max-lead", time.Second, "logical policy's lead bound")
+	fs.DurationVar(&f.reserve, "reserve", 0, "how far ahead the persisted mark is reserved (0: 1s)")
+	fs.StringVar(&f.checkpoint, "checkpoint", "", "file persisting the high-water mark across restarts")
+	fs.IntVar(&f.maxBatch, "max-batch", server.DefaultMaxBatch, "largest count /v1/ids accepts")
+	fs.DurationVar(&f.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "deadline of each ID request")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "bound on the graceful shutdown")
+	fs.StringVar(&f.leaseURL, "lease", "", "worker-ID lease backend: memory, postgres://... or etcd://host:port[,host:port] (empty: none)")
+	fs.StringVar(&f.holder, "holder", "", "lease holder identity (empty: $POD_NAME, $HOSTNAME or the host name)")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", lease.DefaultTTL, "lease duration")
+	fs.StringVar(&f.leaseSchema, "lease-schema", "", "Postgres lease schema (empty: public)")
+	fs.StringVar(&f.leaseTable, "lease-table", "", "Postgres lease table (empty: worker_leases)")
+	fs.StringVar(&f.ntpServers, "ntp-server", "", "NTP servers to watch (comma separated); the node is not ready while the offset passes --ntp-max-offset")
+	fs.DurationVar(&f.ntpMaxOffset, "ntp-max-offset", ntpcheck.DefaultStepThreshold, "NTP offset budget")
+	fs.DurationVar(&f.ntpEvery, "ntp-interval", ntpcheck.DefaultInterval, "NTP check interval")
+	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "start with the wall clock stepped by this much (implies --fault-clock)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.tracingServiceName, "service-name", "snowchaos-serve", "OpenTelemetry service.name fallback (tracing is on when OTEL_EXPORTER_OTLP_ENDPOINT is set)")
+	return fs
+}
+
+// presetNames lists the layout presets.
+func presetNames() string {
+	var names []string
+	for _, l := range generator.Presets() {
+		names = append(names, l.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// envName is the environment variable for a flag: SNOWCHAOS_MAX_WAIT.
+func envName(flagName string) string {
+	return "SNOWCHAOS_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyEnv sets every flag not given on the command line from its
+// SNOWCHAOS_* variable; the error names the variable.
+func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		if v := getenv(envName(f.Name)); v != "" {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s=%q: %v", envName(f.Name), v, e)
+			}
+		}
+	})
+	return err
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f serveFlags
+	fs := newServeFlagSet(&f, stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitInvalid
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "snowchaos serve: unexpected arguments %q\n", fs.Args())
+		return exitInvalid
+	}
+	if err := applyEnv(fs, os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "snowchaos serve: %v\n", err)
+		return exitInvalid
+	}
+	n, err := buildNode(ctx, &f, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "snowchaos serve: %v\n", err)
+		return exitInvalid
+	}
+	defer n.close()
+	return n.serve(ctx, stdout, stderr)
+}
+
+// serveNode is a configured node, ready to listen.
+type serveNode struct {
+	f        *serveFlags
+	log      *slog.Logger
+	settings generator.Settings
+	srv      *server.Server
+	keeper   *lease.Keeper
+	registry io.Closer
+	tracer   *tracing.Provider
+	nodeMet  *telemetry.NodeMetrics
+	cancel   context.CancelFunc
+	bg       sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		gen *generator.Generator
+	}
+}
+
+// buildNode validates the flags and builds everything but the listeners.
+func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNode, err error) {
+	level := slog.LevelInfo
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %v", f.logLevel, err)
+	}
+	n := &serveNode{f: f, log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
+	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.cancel = cancel
+	defer func() {
+		if err != nil {
+			n.close()
+		}
+	}()
+
+	token := f.adminToken
+	if f.adminFile != "" {
+		b, err := os.ReadFile(f.adminFile)
+		if err != nil {
+			return nil, fmt.Errorf("--admin-token-file: %v", err)
+		}
+		token = strings.TrimSpace(string(b))
+		if token == "" {
+			return nil, fmt.Errorf("--admin-token-file %s is empty", f.adminFile)
+		}
+	}
+	if token != "" && !f.adminAllowRemote {
+		addr := f.listen
+		if f.adminAddr != "" {
+			addr = f.adminAddr
+		}
+		if err := server.CheckListenAddr(addr); err != nil {
+			return nil, err
+		}
+	}
+	if f.adminAddr != "" && token == "" {
+		return nil, errors.New("--admin-addr needs an admin token")
+	}
+
+	layout, err := generator.LayoutByName(f.layout)
+	if err != nil {
+		return nil, fmt.Errorf("--layout: %v", err)
+	}
+	if f.epoch != "" {
+		e, err := time.Parse(time.RFC3339Nano, f.epoch)
+		if err != nil {
+			return nil, fmt.Errorf("--epoch %q is not an RFC 3339 time", f.epoch)
+		}
+		layout.Epoch = e.UTC()
+	}
+	policy, err := generator.ParsePolicy(f.policy)
+	if err != nil {
+		return nil, fmt.Errorf("--policy: %v", err)
+	}
+
+	n.tracer, err = tracing.Setup(ctx, f.tracingServiceName)
+	if err != nil {
+		return nil, err
+	}
+	reg := telemetry.NewRegistry()
+	gc := telemetry.NewGeneratorCollector(telemetry.Options{TracerProvider: n.tracer})
+	reg.MustRegister(gc)
+	n.nodeMet = gc.MustNode("")
+
+	var clock generator.Clock = generator.SystemClock()
+	var fc *faults.Clock
+	if token != "" || f.faultClock || f.clockOffset != 0 {
+		fc = faults.New(clock)
+		if f.clockOffset != 0 {
+			fc.Step(f.clockOffset)
+		}
+		clock = fc
+	}
+
+	st := generator.Settings{
+		Layout: layout, Node: f.worker, Policy: policy, MaxWait: f.maxWait, MaxLead: f.maxLead,
+		Reserve: f.reserve, Clock: clock, Observer: n.nodeMet,
+	}
+	var cp generator.Checkpointer
+	if f.checkpoint != "" {
+		cp = generator.NewFileCheckpoint(f.checkpoint)
+	}
+	if f.leaseURL != "" {
+		store, closer, err := openLeaseRegistry(ctx, f, clock)
+		if err != nil {
+			return nil, err
+		}
+		n.registry = closer
+		lc := telemetry.NewLeaseCollector(telemetry.Options{TracerProvider: n.tracer})
+		if err := reg.Register(lc); err != nil {
+			return nil, fmt.Errorf("registering lease metrics: %v", err)
+		}
+		lm := lc.MustNode("")
+		n.keeper, err = lease.NewKeeper(lease.KeeperConfig{
+			Registry: store, Holder: f.holder, Range: lease.NodeRange(layout.NodeBits),
+			Prefer: []int64{f.worker}, TTL: f.leaseTTL, Clock: clock,
+			OnChange: func(ev lease.Event) { n.leaseChanged(bgCtx, ev, lm) },
+		})
+		if err != nil {
+			return nil, err
+		}
+		actx, acancel := context.WithTimeout(ctx, 2*f.leaseTTL+5*time.Second)
+		l, err := n.keeper.Acquire(actx)
+		acancel()
+		if err != nil {
+			return nil, fmt.Errorf("acquiring a worker lease from %s: %w", redactDSN(f.leaseURL), err)
+		}
+		lm.SetState(telemetry.LeaseHeld)
+		lm.SetExpiry(l.LeasedUntil)
+		n.bg.Add(1)
+		go func() {
+			defer n.bg.Done()
+			n.keeper.Run(bgCtx)
+		}()
+		st.Node = l.WorkerID
+		st.Clock = n.keeper.Clock()
+		st.Fence = n.keeper
+		if cp != nil {
+			cp = bothCheckpoints{cp, n.keeper}
+		} else {
+			cp = n.keeper
+		}
+		n.log.Info("lease acquired", "worker", l.WorkerID, "token", l.Token, "until", l.LeasedUntil, "backend", redactDSN(f.leaseURL))
+	}
+	st.Checkpoint = cp
+	n.settings = st
+	gen, err := generator.New(st)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.gen = gen
+	n.nodeMet.Attach(gen)
+
+	cfg := server.Config{
+		Generator: gen, FaultClock: fc, AdminToken: token, AdminAllowRemote: f.adminAllowRemote,
+		MaxBatch: f.maxBatch, RequestTimeout: f.requestTimeout, ShutdownTimeout: f.shutdownTimeout,
+		Registry: reg, Logger: n.log,
+	}
+	if n.tracer.Enabled() {
+		cfg.TracerProvider = n.tracer
+	}
+	if f.ntpServers != "" {
+		servers, err := ntpcheck.ParseServerList(f.ntpServers)
+		if err != nil {
+			return nil, fmt.Errorf("--ntp-server: %v", err)
+		}
+		mon := ntpcheck.NewMonitor(ntpcheck.Config{Servers: servers, MaxOffset: f.ntpMaxOffset, Policy: policy, MaxWait: f.maxWait, MaxLead: f.maxLead}, f.ntpEvery)
+		if err := reg.Register(mon.Collector()); err != nil {
+			return nil, fmt.Errorf("registering NTP metrics: %v", err)
+		}
+		cfg.ReadyChecks = append(cfg.ReadyChecks, server.ReadyCheck{Name: "ntp", Check: func(context.Context) error { return mon.Ready() }})
+		n.bg.Add(1)
+		go func() {
+			defer n.bg.Done()
+			mon.Run(bgCtx, func(r ntpcheck.Report) { n.log.Debug("ntp check", "summary", ntpcheck.Summary(r)) })
+		}()
+	}
+	n.srv, err = server.New(cfg)
+	if err != nil {
+		gen.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// openLeaseRegistry opens the lease backend --lease names.
+func openLeaseRegistry(ctx context.Context, f *serveFlags, clock generator.Clock) (lease.Registry, io.Closer, error) {
+	u := f.leaseURL
+	switch {
+	case u == "memory":
+		return lease.NewMemory(clock), nil, nil
+	case strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://"):
+		r, err := leasepg.Open(ctx, u, leasepg.Options{Schema: f.leaseSchema, Table: f.leaseTable})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--lease %s: %w", redactDSN(u), err)
+		}
+		return r, closerFunc(func() error { r.Close(); return nil }), nil
+	case strings.HasPrefix(u, "etcd://"):
+		eps := strings.Split(strings.TrimPrefix(u, "etcd://"), ",")
+		r, err := leaseetcd.Open(eps, leaseetcd.Options{Clock: clock})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--lease %s: %w", u, err)
+		}
+		return r, r, nil
+	}
+	return nil, nil, fmt.Errorf("--lease %q: want memory, postgres://... or etcd://host:port", redactDSN(u))
+}
+
+// closerFunc adapts a function to io.Closer.
+type closerFunc func() error
+
+func (c closerFunc) Close() error { return c() }
+
+// redactDSN hides a password in a connection URL.
+func redactDSN(s string) string {
+	at := strings.LastIndex(s, "@")
+	scheme := strings.Index(s, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return s
+	}
+	userinfo := s[scheme+3 : at]
+	if user, _, ok := strings.Cut(userinfo, ":"); ok {
+		return s[:scheme+3] + user + ":xxxxx" + s[at:]
+	}
+	return s
+}
+
+// bothCheckpoints persists the mark in a file and in the lease: Load
+// returns the later of the two, Save writes both.
+type bothCheckpoints struct{ a, b generator.Checkpointer }
+
+func (c bothCheckpoints) Load() (int64, error) {
+	x, err := c.a.Load()
+	if err != nil {
+		return 0, err
+	}
+	y, err := c.b.Load()
+	if err != nil {
+		return 0, err
+	}
+	return max(x, y), nil
+}
+
+func (c bothCheckpoints) Save(mark int64) error {
+	if err := c.a.Save(mark); err != nil {
+		return err
+	}
+	return c.b.Save(mark)
+}
+
+// leaseChanged follows the keeper's state and, when it acquired a new
+// lease the generator is not bound to, replaces the generator.
+func (n *serveNode) leaseChanged(ctx context.Context, ev lease.Event, lm *telemetry.LeaseMetrics) {
+	switch ev.State {
+	case lease.StateHeld:
+		lm.SetState(telemetry.LeaseHeld)
+	case lease.StateRenewing:
+		lm.SetState(telemetry.LeaseRenewing)
+	case lease.StateLost:
+		lm.SetState(telemetry.LeaseLost)
+	case lease.StateReleased:
+		lm.SetState(telemetry.LeaseReleased)
+	}
+	if !ev.Lease.LeasedUntil.IsZero() {
+		lm.SetExpiry(ev.Lease.LeasedUntil)
+	}
+	n.log.Info("lease state", "state", ev.State.String(), "worker", ev.Lease.WorkerID, "reason", ev.Reason.String(), "err", ev.Err, "rebind", ev.Rebind)
+	if !ev.Rebind || ctx.Err() != nil {
+		return
+	}
+	// The keeper calls OnChange from its renewal goroutine; rebinding
+	// there would hold up renewals, so do it aside.
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		n.rebind()
+	}()
+}
+
+// rebind closes the generator bound to the lost lease, binds the keeper to
+// its new lease and serves a new generator with the new worker ID.
+func (n *serveNode) rebind() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.srv == nil || n.mu.gen == nil {
+		return
+	}
+	n.mu.gen.Close()
+	l, err := n.keeper.Rebind()
+	if err != nil {
+		n.log.Error("lease rebind failed; the node keeps refusing", "err", err)
+		return
+	}
+	st := n.settings
+	st.Node = l.WorkerID
+	g, err := generator.New(st)
+	if err != nil {
+		n.log.Error("new generator after rebind failed; the node keeps refusing", "err", err)
+		return
+	}
+	if _, err := n.srv.SetGenerator(g); err != nil {
+		g.Close()
+		n.log.Error("serving the new generator failed", "err", err)
+		return
+	}
+	n.nodeMet.Detach()
+	n.nodeMet.Attach(g)
+	n.mu.gen = g
+	n.log.Info("serving a new generator after a lease change", "worker", l.WorkerID, "token", l.Token)
+}
+
+// serve listens, prints the addresses and serves until ctx is done.
+func (n *serveNode) serve(ctx context.Context, stdout, stderr io.Writer) int {
+	ln, err := net.Listen("tcp", n.f.listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "snowchaos serve: %v\n", err)
+		return exitInvalid
+	}
+	var adminLn net.Listener
+	if n.f.adminAddr != "" {
+		if adminLn, err = net.Listen("tcp", n.f.adminAddr); err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "snowchaos serve: admin: %v\n", err)
+			return exitInvalid
+		}
+	}
+	st := n.srv.Generator().Settings()
+	n.log.Info("serving", "worker", st.Node, "layout", st.Layout.Name, "epoch", st.Layout.Epoch.Format(time.RFC3339),
+		"policy", st.Policy.String(), "max_wait", st.MaxWait, "admin", n.srv.AdminHandler() != nil)
+	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
+	if adminLn != nil {
+		fmt.Fprintf(stdout, "admin listening on %s\n", adminLn.Addr())
+	}
+	if f, ok := stdout.(interface{ Sync() error }); ok {
+		f.Sync()
+	}
+	err = n.srv.Serve(ctx, ln, adminLn)
+	if err != nil {
+		fmt.Fprintf(stderr, "snowchaos serve: %v\n", err)
+		if errors.Is(err, server.ErrAdminRemote) || errors.Is(err, server.ErrConfig) {
+			return exitInvalid
+		}
+		return exitFailure
+	}
+	n.log.Info("shut down", "issued", n.srv.Generator().Stats().Issued)
+	return exitOK
+}
+
+// close releases everything in order: the generator (persisting its final
+// mark into the lease), the lease, the background loops, the store, tracing.
+func (n *serveNode) close() {
+	n.mu.Lock()
+	if n.mu.gen != nil {
+		n.mu.gen.Close()
+	}
+	n.srv = nil
+	n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if n.keeper != nil {
+		if err := n.keeper.Release(ctx); err != nil {
+			n.log.Warn("releasing the lease", "err", err)
+		}
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.bg.Wait()
+	if n.registry != nil {
+		n.registry.Close()
+	}
+	if n.tracer != nil {
+		n.tracer.Shutdown(ctx)
+	}
+}

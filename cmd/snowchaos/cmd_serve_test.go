@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/snowchaos/snowchaos/server"
+)
+
+// syncBuffer is a goroutine-safe bytes.Buffer for stderr.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe runs "serve args..." in process and returns its base URL, a
+// stop function returning the exit code, and its stderr.
+func startServe(t *testing.T, args ...string) (string, func() int, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	stderr := &syncBuffer{}
+	code := make(chan int, 1)
+	go func() {
+		c := dispatch(ctx, append([]string{"serve"}, args...), pw, stderr)
+		pw.Close()
+		code <- c
+	}()
+	lines := bufio.NewScanner(pr)
+	addr := ""
+	for lines.Scan() {
+		if a, ok := strings.CutPrefix(lines.Text(), "listening on "); ok {
+			addr = a
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if addr == "" {
+		cancel()
+		t.Fatalf("serve did not print its address; exit %d; stderr:\n%s", <-code, stderr)
+	}
+	stopped := false
+	var rc int
+	stop := func() int {
+		if !stopped {
+			stopped = true
+			cancel()
+			rc = <-code
+		}
+		return rc
+	}
+	t.Cleanup(func() { stop() })
+	return "http://" + addr, stop, stderr
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	t.Setenv("SNOWCHAOS_ADMIN_TOKEN", "tok")
+	t.Setenv("SNOWCHAOS_WORKER", "9")
+	cp := filepath.Join(t.TempDir(), "mark")
+	url, stop, stderr := startServe(t, "--listen", "127.0.0.1:0", "--policy", "refuse", "--checkpoint", cp)
+	c := &server.Client{BaseURL: url, Token: "tok"}
+	ctx := context.Background()
+	if err := c.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil || info.Node != 9 || info.Policy != "refuse" || !info.Admin {
+		t.Fatalf("info %+v, %v", info, err)
+	}
+	ids, err := c.IDs(ctx, 100)
+	if err != nil || len(ids) != 100 {
+		t.Fatalf("ids: %d, %v", len(ids), err)
+	}
+	st, err := c.Inject(ctx, server.FaultRequest{Kind: "step", By: server.Ptr(server.Duration(-5 * time.Second))})
+	if err != nil || st.OffsetNs != int64(-5*time.Second) {
+		t.Fatalf("inject: %+v, %v", st, err)
+	}
+	if _, err := c.ID(ctx); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("ID after a 5s step back under refuse: %v, want 503", err)
+	}
+	if err := c.Ready(ctx); err == nil {
+		t.Fatal("ready after a step back under refuse")
+	}
+	if _, err := c.Revert(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	if b, err := os.ReadFile(cp); err != nil || len(b) == 0 {
+		t.Fatalf("checkpoint not written: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "shut down") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+}
+
+func TestServeMemoryLease(t *testing.T) {
+	url, stop, stderr := startServe(t, "--listen", "127.0.0.1:0", "--lease", "memory", "--worker", "12", "--lease-ttl", "3s")
+	c := &server.Client{BaseURL: url}
+	info, err := c.Info(context.Background())
+	if err != nil || info.Node != 12 {
+		t.Fatalf("info %+v, %v", info, err)
+	}
+	if err := c.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.IDs(context.Background(), 10)
+	if err != nil || len(resp) != 10 {
+		t.Fatal(err)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr.String(), "lease acquired") {
+		t.Errorf("stderr:\n%s", stderr)
+	}
+}
+
+func TestServeBadInput(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		"remote admin":       {args: []string{"--listen", "0.0.0.0:0", "--admin-token", "x"}, want: "non-loopback"},
+		"remote admin addr":  {args: []string{"--listen", "127.0.0.1:0", "--admin-addr", ":0", "--admin-token", "x"}, want: "non-loopback"},
+		"admin addr, no tok": {args: []string{"--admin-addr", "127.0.0.1:0"}, want: "admin token"},
+		"policy":             {args: []string{"--policy", "sometimes"}, want: "sometimes"},
+		"layout":             {args: []string{"--layout", "1/2/3"}, want: "1/2/3"},
+		"epoch":              {args: []string{"--epoch", "yesterday"}, want: "yesterday"},
+		"future epoch":       {args: []string{"--epoch", "2999-01-01T00:00:00Z"}, want: "Epoch"},
+		"worker":             {args: []string{"--worker", "5000"}, want: "5000"},
+		"lease":              {args: []string{"--lease", "carrier-pigeon"}, want: "carrier-pigeon"},
+		"env":                {env: map[string]string{"SNOWCHAOS_MAX_WAIT": "soon"}, want: "SNOWCHAOS_MAX_WAIT"},
+		"extra args":         {args: []string{"now"}, want: "unexpected"},
+		"unknown flag":       {args: []string{"--nope"}, want: "nope"},
+		"token file":         {args: []string{"--admin-token-file", "/nonexistent/tok"}, want: "admin-token-file"},
+		"max batch":          {args: []string{"--listen", "127.0.0.1:0", "--max-batch", "-1"}, want: "MaxBatch"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var out, errb bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			code := dispatch(ctx, append([]string{"serve"}, tc.args...), &out, &errb)
+			if code != exitInvalid || !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 naming %q", code, errb.String(), tc.want)
+			}
+			if strings.Contains(out.String(), "listening") {
+				t.Fatalf("listened despite bad input: %s", out.String())
+			}
+		})
+	}
+}
+
+func TestServeEnvNames(t *testing.T) {
+	if got := envName("admin-allow-remote"); got != "SNOWCHAOS_ADMIN_ALLOW_REMOTE" {
+		t.Fatal(got)
+	}
+	if got := redactDSN("postgres://u:secret@h:5432/db"); strings.Contains(got, "secret") || !strings.Contains(got, "u:xxxxx@h") {
+		t.Fatal(got)
+	}
+}
