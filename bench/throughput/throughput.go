@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,10 @@ type Contender struct {
 	CeilingNote string
 	// PerOp is how many IDs one op issues (1, or a batch size).
 	PerOp int
+	// Refusal, when set, says which errors are refusals the contender is
+	// built to make (the logical policy past its lead bound): they are
+	// counted, not fatal, and their ops issue no IDs.
+	Refusal func(error) bool
 	// Open returns one op per goroutine, all sharing one instance (one
 	// process's generator, or one ticket server), and a func that frees
 	// what Open took.
@@ -62,10 +67,19 @@ func shared(mk func() (func() error, error)) func(int) ([]func() error, func(), 
 // Snowchaos is snowchaos's generator with policy p on the default layout
 // and the system clock, one Next per op.
 func Snowchaos(p generator.Policy) Contender {
+	var refusal func(error) bool
+	if p == generator.PolicyLogical {
+		refusal = func(err error) bool { return errors.Is(err, generator.ErrLeadExceeded) }
+	}
+	note := "41/10/12: 4096 per 1 ms"
+	if p == generator.PolicyLogical {
+		note += "; bursts past it by borrowing up to MaxLead (1 s) of future ticks, then refuses"
+	}
 	return Contender{
+		Refusal:     refusal,
 		Name:        "snowchaos " + p.String(),
 		Ceiling:     4096 * 1000,
-		CeilingNote: "41/10/12: 4096 per 1 ms",
+		CeilingNote: note,
 		PerOp:       1,
 		Open: shared(func() (func() error, error) {
 			g, err := generator.New(generator.Settings{Node: 1, Policy: p})
@@ -228,7 +242,9 @@ type Result struct {
 	Contender  Contender
 	Goroutines int
 	// IDs is how many IDs the measured run issued in Elapsed.
-	IDs     int64
+	IDs int64
+	// Refused counts the ops refused (see Contender.Refusal).
+	Refused int64
 	Elapsed time.Duration
 	// Err is why the contender could not be measured.
 	Err error
@@ -255,6 +271,7 @@ func (r Result) NsPerID() float64 {
 func Measure(c Contender, g int) Result {
 	res := Result{Contender: c, Goroutines: g}
 	var mu sync.Mutex
+	var refused atomic.Int64
 	fail := func(err error) {
 		mu.Lock()
 		if res.Err == nil {
@@ -263,6 +280,7 @@ func Measure(c Contender, g int) Result {
 		mu.Unlock()
 	}
 	br := testing.Benchmark(func(b *testing.B) {
+		refused.Store(0)
 		ops, closeFn, err := c.Open(g)
 		if err != nil {
 			fail(err)
@@ -281,6 +299,10 @@ func Measure(c Contender, g int) Result {
 				defer wg.Done()
 				for range n {
 					if err := op(); err != nil {
+						if c.Refusal != nil && c.Refusal(err) {
+							refused.Add(1)
+							continue
+						}
 						fail(err)
 						return
 					}
@@ -292,7 +314,8 @@ func Measure(c Contender, g int) Result {
 	if res.Err == nil && br.N == 0 {
 		res.Err = errors.New("benchmark did not run")
 	}
-	res.IDs = int64(br.N) * int64(c.PerOp)
+	res.Refused = refused.Load()
+	res.IDs = (int64(br.N) - res.Refused) * int64(c.PerOp)
 	res.Elapsed = br.T
 	return res
 }
@@ -304,6 +327,7 @@ type Machine struct {
 	Go         string
 	OS         string
 	Postgres   string
+	Load       string // /proc/loadavg's 1-minute figure at the start
 	BenchTime  time.Duration
 	MeasuredAt time.Time
 }
@@ -311,6 +335,11 @@ type Machine struct {
 // ThisMachine describes the machine this process runs on.
 func ThisMachine() Machine {
 	m := Machine{CPU: "unknown", Cores: runtime.NumCPU(), Go: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			m.Load = f[0]
+		}
+	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
@@ -330,6 +359,9 @@ func Render(w io.Writer, m Machine, results []Result, reference string, counts [
 	ew.printf("Machine: %s, %d cores, %s, %s", m.CPU, m.Cores, m.Go, m.OS)
 	if m.Postgres != "" {
 		ew.printf(", %s", m.Postgres)
+	}
+	if m.Load != "" {
+		ew.printf(", load average %s at the start (the machine is shared)", m.Load)
 	}
 	ew.printf(". testing.Benchmark, benchtime %s, one run", m.BenchTime)
 	if !m.MeasuredAt.IsZero() {
@@ -381,7 +413,11 @@ func Render(w io.Writer, m Machine, results []Result, reference string, counts [
 				if ref[g] > 0 {
 					ratio = fmt.Sprintf("%.3g×", r.PerSecond()/ref[g])
 				}
-				ew.printf(" %s | %s | %s |", count(r.PerSecond()), nanos(r.NsPerID()), ratio)
+				refused := ""
+				if r.Refused > 0 {
+					refused = fmt.Sprintf(" (%s calls refused)", count(float64(r.Refused)))
+				}
+				ew.printf(" %s%s | %s | %s |", count(r.PerSecond()), refused, nanos(r.NsPerID()), ratio)
 			}
 		}
 		ew.printf("\n")

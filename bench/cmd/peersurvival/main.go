@@ -18,10 +18,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"time"
 
 	"github.com/snowchaos/snowchaos/bench/survival"
+	"github.com/snowchaos/snowchaos/bench/throughput"
 	"github.com/snowchaos/snowchaos/harness"
 	"github.com/snowchaos/snowchaos/harness/report"
 )
@@ -61,7 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	fmt.Fprintf(stdout, "Fault survival (%s, %s/%s, %d CPUs, %s), ran in %s:\n\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), rep.Mode, time.Since(began).Round(time.Millisecond))
+	m := throughput.ThisMachine()
+	fmt.Fprintf(stdout, "Fault survival: %d scenarios (%s mode where any needs it), machine %s, %d cores, %s, %s; ran in %s.\n\n", len(suite), rep.Mode, m.CPU, m.Cores, m.Go, m.OS, time.Since(began).Round(time.Millisecond))
 	if err := survival.Build(rep).Markdown(stdout); err != nil {
 		fmt.Fprintf(stderr, "peersurvival: %v\n", err)
 		return 2
