@@ -101,7 +101,7 @@ func currentScenario() *stat.PanelBuilder {
 		TextMode(common.BigValueTextModeName).
 		Orientation(common.VizOrientationHorizontal).
 		ReduceOptions(lastValue()).
-		WithTarget(instant("A", `max by (scenario, target) (`+sel("snowchaos_scenario_info")+`)`, "{{scenario}} → {{target}}")).
+		WithTarget(query("A", `max by (scenario, target) (`+sel("snowchaos_scenario_info")+`)`, "{{scenario}} → {{target}}")).
 		WithTarget(instant("B", `max by (window, kind) (`+sel("snowchaos_fault_window")+`) == 1`, "window: {{window}} ({{kind}})"))
 }
 
