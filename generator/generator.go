@@ -291,6 +291,9 @@ func (g *Generator) next(ctx context.Context) (ID, error) {
 			return 0, g.fenced(ctx, err)
 		}
 	}
+	// stale: wall was read before s was loaded (after a lost race), so it
+	// may be older than the tick another call moved the state to.
+	stale := false
 	for s&slowBit == 0 {
 		off := wall - g.epochNs - int64(s>>g.timeShift)*g.tickNs
 		if uint64(off) < uint64(g.tickNs) {
@@ -312,16 +315,24 @@ func (g *Generator) next(ctx context.Context) (ID, error) {
 				g.issuedBase.Add(int64(s&g.seqMask) + 1)
 				return ID(ns | g.nodePart), nil
 			}
+		} else if stale {
+			// Another call moved to a later tick than our reading: read
+			// the clock again (after the load), so that is not mistaken
+			// for a rewind.
+			wall, _ = g.clock.Now()
+			stale = false
+			continue
 		} else {
 			break // behind: a rewind
 		}
-		// Another call moved the state: read it and the clock again, in
-		// that order, so the clock reading is never older than the state.
+		// Another call got in first. Our reading is still good for its
+		// tick or a later one; it only needs renewing if the state has
+		// moved past it.
 		s = g.state.Load()
-		wall, _ = g.clock.Now()
+		stale = true
 	}
 	var one [1]ID
-	_, err := g.issue(ctx, one[:], wall, mono)
+	_, err := g.issue(ctx, one[:], s, !stale, wall, mono)
 	return one[0], err
 }
 
@@ -371,7 +382,7 @@ func (g *Generator) nextN(ctx context.Context, dst []ID) (int, error) {
 			}
 		}
 	}
-	return g.issue(ctx, dst, wall, mono)
+	return g.issue(ctx, dst, s, true, wall, mono)
 }
 
 // fill writes consecutive IDs starting at first.
@@ -397,8 +408,12 @@ type events struct {
 }
 
 // issue is the slow path: it fills dst under the lock, waiting, leading or
-// refusing as the policy says, all within one deadline.
-func (g *Generator) issue(ctx context.Context, dst []ID, wall, mono int64) (int, error) {
+// refusing as the policy says, all within one deadline. The wall reading
+// is used only while the state is still seen, the state loaded before it
+// was taken (seenOK false: no such state); otherwise the clock is read
+// again, so a fast-path call that moved the state meanwhile is never
+// mistaken for a rewind.
+func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK bool, wall, mono int64) (int, error) {
 	deadline := mono + g.maxWait
 	var ev events
 	var err error
@@ -410,12 +425,16 @@ func (g *Generator) issue(ctx context.Context, dst []ID, wall, mono int64) (int,
 			err = ErrClosed
 			break
 		}
+		s := g.state.Load()
+		if !seenOK || s != seen {
+			wall, mono = g.clock.Now()
+			seen, seenOK = s, true
+		}
 		if wall < g.epochNs {
 			err = fmt.Errorf("%w: wall clock reads %s, epoch is %s", ErrBeforeEpoch,
 				time.Unix(0, wall).UTC().Format(time.RFC3339Nano), time.Unix(0, g.epochNs).UTC().Format(time.RFC3339Nano))
 			break
 		}
-		s := g.state.Load()
 		tick := int64((s &^ slowBit) >> g.timeShift)
 		seq := int64(s & g.seqMask)
 		wt := (wall - g.epochNs) / g.tickNs
@@ -496,7 +515,7 @@ func (g *Generator) issue(ctx context.Context, dst []ID, wall, mono int64) (int,
 					}
 					break
 				}
-				wall, mono = g.clock.Now()
+				wall, mono = g.clock.Now() // seen is still s, loaded before
 				continue
 			}
 			if t > g.mu.markTick {
@@ -516,9 +535,7 @@ func (g *Generator) issue(ctx context.Context, dst []ID, wall, mono int64) (int,
 			ns |= slowBit
 		}
 		if !g.state.CompareAndSwap(s, ns) {
-			// A fast-path call moved the state; read the clock again.
-			wall, _ = g.clock.Now()
-			continue
+			continue // a fast-path call moved the state: read both again
 		}
 		if g.mu.fresh {
 			g.mu.fresh = false
@@ -541,7 +558,8 @@ func (g *Generator) issue(ctx context.Context, dst []ID, wall, mono int64) (int,
 			g.mu.prevWall = wt
 		}
 		if n < len(dst) {
-			wall, _ = g.clock.Now()
+			seen = ns
+			wall, mono = g.clock.Now()
 		}
 	}
 	g.mu.Unlock()
@@ -694,21 +712,23 @@ func (g *Generator) finish(ctx context.Context, ev *events, err error) {
 // MaxWait, a lead beyond MaxLead) or ErrCheckpoint after a failed write.
 // It reads the clock once and takes the lock briefly; it issues nothing.
 func (g *Generator) Ready() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	// Load the state before reading the clock, so a call that moves the
+	// state meanwhile does not look like a rewind.
+	s := g.state.Load()
 	wall, mono := g.clock.Now()
 	if g.fence != nil {
 		if err := g.fence.Check(mono); err != nil {
 			return fenceError(err)
 		}
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.mu.closed {
 		return ErrClosed
 	}
 	if wall < g.epochNs {
 		return ErrBeforeEpoch
 	}
-	s := g.state.Load()
 	tick := int64((s &^ slowBit) >> g.timeShift)
 	seq := int64(s & g.seqMask)
 	wt := (wall - g.epochNs) / g.tickNs

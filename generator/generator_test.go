@@ -901,3 +901,40 @@ func ExampleGenerator() {
 	fmt.Println(p.Node, id > 0)
 	// Output: 42 true
 }
+
+// TestNoSpuriousRewind: with a clock that never goes back, no call is
+// ever refused, even when slow-path calls (exhausted ticks) race fast-path
+// calls that move the state to a later tick.
+func TestNoSpuriousRewind(t *testing.T) {
+	c := newAtomicCounterClock(13) // a tick every 8192 readings: ticks run out
+	g := mustNew(t, Settings{Clock: c, Policy: PolicyRefuse, MaxWait: time.Hour})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dst := make([]ID, 3)
+			for i := range 20000 {
+				var err error
+				if i%5 == 0 {
+					_, err = g.NextN(dst)
+				} else {
+					_, err = g.Next()
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("monotonic clock, refuse policy: %v", err)
+	}
+	if st := g.Stats(); st.RewindsRefused != 0 || st.Exhaustions == 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
