@@ -15,7 +15,10 @@ ADMIN_TOKEN_FILE ?= out/admin-token
 
 # The admin token the nodes require and the chaos service presents: taken
 # from the environment, else generated once into $(ADMIN_TOKEN_FILE).
-COMPOSE_ENV = SNOWCHAOS_ADMIN_TOKEN="$${SNOWCHAOS_ADMIN_TOKEN:-$$(cat $(ADMIN_TOKEN_FILE))}" LEASES=$(LEASES) SCENARIO=$(SCENARIO)
+# LEASES picks the worker-ID lease store: postgres (default) or etcd.
+LEASE_URL_postgres = postgres://snowchaos:snowchaos@postgres:5432/snowchaos?sslmode=disable
+LEASE_URL_etcd     = etcd://etcd:2379
+COMPOSE_ENV = SNOWCHAOS_ADMIN_TOKEN="$${SNOWCHAOS_ADMIN_TOKEN:-$$(cat $(ADMIN_TOKEN_FILE))}" SNOWCHAOS_LEASE='$(LEASE_URL_$(LEASES))' SCENARIO=$(SCENARIO)
 COMPOSE_PROFILES_FLAGS = $(if $(filter etcd,$(LEASES)),--profile etcd)
 
 .PHONY: dashboards up down down-volumes chaos compose-config
@@ -31,6 +34,7 @@ $(ADMIN_TOKEN_FILE):
 
 ## up: build the image and start the stack; Grafana on http://127.0.0.1:3000
 up: $(ADMIN_TOKEN_FILE)
+	@test -n '$(LEASE_URL_$(LEASES))' || { echo "LEASES=$(LEASES): want postgres or etcd"; exit 2; }
 	$(COMPOSE_ENV) $(COMPOSE) $(COMPOSE_PROFILES_FLAGS) up --build --detach --wait
 	@echo "Grafana    http://127.0.0.1:3000  (dashboards: snowchaos / generator, snowchaos / harness)"
 	@echo "Prometheus http://127.0.0.1:9090"

@@ -306,8 +306,7 @@ func TestComposeNodes(t *testing.T) {
 		for k, want := range map[string]string{
 			"SNOWCHAOS_ADMIN_TOKEN":        testToken,
 			"SNOWCHAOS_ADMIN_ALLOW_REMOTE": "true",
-			"SNOWCHAOS_LEASE":              "postgres",
-			"SNOWCHAOS_LEASE_HOLDER":       name,
+			"SNOWCHAOS_HOLDER":             name,
 			"OTEL_SERVICE_NAME":            "snowchaos-" + name,
 			"SNOWCHAOS_LISTEN":             ":8080",
 		} {
@@ -333,20 +332,30 @@ func TestComposeNodes(t *testing.T) {
 		}
 		checkOTLPEndpoint(t, p, name, env(s, "OTEL_EXPORTER_OTLP_ENDPOINT"))
 	}
-	// The etcd lease store when chosen.
-	pe, err := load(t, map[string]string{"SNOWCHAOS_ADMIN_TOKEN": testToken, "LEASES": "etcd"}, []string{"etcd"})
+	// Leases on Postgres by default, on etcd when chosen.
+	n1, _ := p.GetService("node1")
+	if u, err := url.Parse(env(n1, "SNOWCHAOS_LEASE")); err != nil || u.Scheme != "postgres" || u.Hostname() != "postgres" || u.Port() != "5432" {
+		t.Errorf("SNOWCHAOS_LEASE = %q, want the postgres service on 5432", env(n1, "SNOWCHAOS_LEASE"))
+	}
+	pe, err := load(t, map[string]string{"SNOWCHAOS_ADMIN_TOKEN": testToken, "SNOWCHAOS_LEASE": "etcd://etcd:2379"}, []string{"etcd"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n1, _ := pe.GetService("node1")
-	if got := env(n1, "SNOWCHAOS_LEASE"); got != "etcd" {
-		t.Errorf("LEASES=etcd: SNOWCHAOS_LEASE = %q", got)
+	e1, _ := pe.GetService("node1")
+	if got := env(e1, "SNOWCHAOS_LEASE"); got != "etcd://etcd:2379" {
+		t.Errorf("SNOWCHAOS_LEASE=etcd://etcd:2379: node1 gets %q", got)
 	}
-	if u, err := url.Parse(env(n1, "SNOWCHAOS_ETCD_ENDPOINTS")); err != nil || u.Hostname() != "etcd" || u.Port() != "2379" {
-		t.Errorf("SNOWCHAOS_ETCD_ENDPOINTS = %q, want the etcd service on 2379", env(n1, "SNOWCHAOS_ETCD_ENDPOINTS"))
+	if _, err := pe.GetService("etcd"); err != nil {
+		t.Error(err)
 	}
-	if u, err := url.Parse(env(n1, "SNOWCHAOS_POSTGRES_DSN")); err != nil || u.Hostname() != "postgres" || u.Port() != "5432" {
-		t.Errorf("SNOWCHAOS_POSTGRES_DSN = %q, want the postgres service on 5432", env(n1, "SNOWCHAOS_POSTGRES_DSN"))
+	mk, err := os.ReadFile(filepath.Join(root, "dashboards.mk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"LEASE_URL_etcd     = etcd://etcd:2379", "LEASE_URL_postgres = " + env(n1, "SNOWCHAOS_LEASE")} {
+		if !strings.Contains(string(mk), want) {
+			t.Errorf("dashboards.mk lacks %q", want)
+		}
 	}
 }
 
