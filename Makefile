@@ -29,7 +29,7 @@ bench:
 
 ## lint: gofmt, go vet
 lint:
-	@out=$$(gofmt -l . 2>&1); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(git ls-files '*.go') 2>&1); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
 ## build: the static CLI binary
@@ -38,6 +38,9 @@ build:
 
 fmt:
 	gofmt -w .
+
+include dashboards.mk
+include bench.mk
 
 clean:
 	rm -rf bin out
