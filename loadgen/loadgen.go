@@ -138,7 +138,7 @@ type Config struct {
 	// when responses are slow. Zero: 1024.
 	MaxWorkers uint64
 	// Connections is the number of idle keep-alive connections kept per
-	// node. Zero: vegeta's default (10000).
+	// node. Zero: MaxWorkers (vegeta's 10000 with StdTransport).
 	Connections int
 	// Duration bounds the run; zero: 10 s without Stages, their total with
 	// them. At most MaxDuration.
@@ -166,7 +166,12 @@ type Config struct {
 	Name string
 	// Client, when set, replaces the attacker's HTTP client (tests,
 	// custom transports); Timeout and Connections then do not apply.
+	// Nil: an http.Client with Timeout over a DirectTransport keeping up
+	// to Connections (zero: MaxWorkers) idle keep-alive connections.
 	Client *http.Client
+	// StdTransport uses vegeta's default client (net/http's Transport)
+	// instead of DirectTransport.
+	StdTransport bool
 }
 
 // Failures counts failed requests by cause.
@@ -308,20 +313,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	var pacer vegeta.Pacer = vegeta.ConstantPacer{} // zero: as fast as the workers go
-	opts := []func(*vegeta.Attacker){
-		vegeta.Workers(cfg.Workers),
-		vegeta.KeepAlive(true),
-		vegeta.MaxBody(maxBody),
-		vegeta.Redirects(vegeta.NoFollow),
-	}
-	if cfg.Client != nil {
-		opts = append(opts, vegeta.Client(cfg.Client))
-	} else {
-		opts = append(opts, vegeta.Timeout(cfg.Timeout))
+	opts := []func(*vegeta.Attacker){vegeta.Workers(cfg.Workers), vegeta.MaxBody(maxBody)}
+	client := cfg.Client
+	switch {
+	case client != nil:
+	case cfg.StdTransport:
+		opts = append(opts, vegeta.KeepAlive(true), vegeta.Timeout(cfg.Timeout))
 		if cfg.Connections > 0 {
 			opts = append(opts, vegeta.Connections(cfg.Connections))
 		}
+	default:
+		idle := cfg.Connections
+		if idle == 0 {
+			idle = int(min(cfg.MaxWorkers, 1<<16))
+		}
+		client = &http.Client{Timeout: cfg.Timeout, Transport: &DirectTransport{MaxIdlePerHost: idle}}
 	}
+	if client != nil {
+		opts = append(opts, vegeta.Client(client))
+	}
+	opts = append(opts, vegeta.Redirects(vegeta.NoFollow))
 	if len(cfg.Stages) > 0 {
 		sp, err := NewStagedPacer(cfg.Stages...)
 		if err != nil {

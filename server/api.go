@@ -111,24 +111,7 @@ func (s *Server) handleIDs(w http.ResponseWriter, r *http.Request) {
 	}
 	ids = ids[:got]
 	asJSON := wantsJSON(r)
-	b := bb.body[:0]
-	if asJSON {
-		b = append(b, '[')
-		for i, id := range ids {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '"')
-			b = strconv.AppendInt(b, int64(id), 10)
-			b = append(b, '"')
-		}
-		b = append(b, "]\n"...)
-	} else {
-		for _, id := range ids {
-			b = strconv.AppendInt(b, int64(id), 10)
-			b = append(b, '\n')
-		}
-	}
+	b := AppendIDList(bb.body[:0], ids, asJSON)
 	bb.body = b
 	if err != nil {
 		w.Header().Set(PartialHeader, err.Error())
@@ -139,6 +122,56 @@ func (s *Server) handleIDs(w http.ResponseWriter, r *http.Request) {
 	}
 	setBodyHeaders(w, ct, len(b))
 	w.Write(b)
+}
+
+// AppendIDList appends ids as the /v1/ids body: one decimal per line, or
+// with asJSON a JSON array of decimal strings. Consecutive IDs (the common
+// case within a tick) are formatted by incrementing the previous one's
+// digits, so a batch costs a copy per ID rather than a division chain.
+func AppendIDList(b []byte, ids []generator.ID, asJSON bool) []byte {
+	var digits [24]byte
+	n := 0
+	prev := int64(-2)
+	if asJSON {
+		b = append(b, '[')
+	}
+	for i, id := range ids {
+		v := int64(id)
+		if v == prev+1 && incDecimal(digits[:n]) {
+			// digits now hold v
+		} else {
+			n = len(strconv.AppendInt(digits[:0], v, 10))
+		}
+		prev = v
+		if asJSON {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, digits[:n]...)
+			b = append(b, '"')
+		} else {
+			b = append(b, digits[:n]...)
+			b = append(b, '\n')
+		}
+	}
+	if asJSON {
+		b = append(b, "]\n"...)
+	}
+	return b
+}
+
+// incDecimal adds one to the decimal digits d in place; it reports false
+// (leaving d unspecified) when the result needs another digit.
+func incDecimal(d []byte) bool {
+	for i := len(d) - 1; i >= 0; i-- {
+		if d[i] != '9' {
+			d[i]++
+			return true
+		}
+		d[i] = '0'
+	}
+	return false
 }
 
 // parseQuery parses a raw query strictly: a malformed escape or a ';' is an

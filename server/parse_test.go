@@ -160,3 +160,49 @@ func TestAppendIDs(t *testing.T) {
 		}
 	}
 }
+
+// naiveIDList is the obvious encoding AppendIDList must match.
+func naiveIDList(ids []generator.ID, asJSON bool) string {
+	var parts []string
+	for _, id := range ids {
+		if asJSON {
+			parts = append(parts, `"`+id.String()+`"`)
+		} else {
+			parts = append(parts, id.String()+"\n")
+		}
+	}
+	if asJSON {
+		return "[" + strings.Join(parts, ",") + "]\n"
+	}
+	return strings.Join(parts, "")
+}
+
+// FuzzAppendIDList checks the incremental encoder against the naive one on
+// runs of consecutive IDs crossing carries and digit-count boundaries.
+func FuzzAppendIDList(f *testing.F) {
+	f.Add(int64(0), uint16(30), uint8(3), false)
+	f.Add(int64(95), uint16(10), uint8(0), true)
+	f.Add(int64(999_999_990), uint16(20), uint8(7), false)
+	f.Add(int64(1<<63-5), uint16(5), uint8(1), true)
+	f.Fuzz(func(t *testing.T, start int64, n uint16, gapEvery uint8, asJSON bool) {
+		if start < 0 {
+			start = -(start + 1)
+		}
+		var ids []generator.ID
+		v := start
+		for i := range int(n % 2000) {
+			ids = append(ids, generator.ID(v))
+			if v == 1<<63-1 {
+				break
+			}
+			v++
+			if gapEvery > 0 && i%int(gapEvery) == 0 && v < 1<<62 {
+				v += int64(gapEvery) * 7
+			}
+		}
+		got := string(AppendIDList(nil, ids, asJSON))
+		if want := naiveIDList(ids, asJSON); got != want {
+			t.Fatalf("AppendIDList(%v) = %q, want %q", ids, got, want)
+		}
+	})
+}

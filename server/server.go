@@ -339,7 +339,11 @@ func (s *Server) Serve(ctx context.Context, main, admin net.Listener) error {
 
 // httpServer returns an http.Server with the configured timeouts.
 func (s *Server) httpServer(h http.Handler) *http.Server {
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge: one connection, many streams
 	return &http.Server{
+		Protocols:         protocols,
 		Handler:           h,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,

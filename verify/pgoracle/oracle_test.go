@@ -292,3 +292,20 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond) // polling the condition
 	}
 }
+
+func TestTickets(t *testing.T) {
+	admin(t)
+	for _, tc := range []TicketConfig{{Batch: 1, Conns: 2, Duration: 200 * time.Millisecond}, {Batch: 1000, Conns: 1, Duration: 200 * time.Millisecond}} {
+		r, err := Tickets(context.Background(), tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Calls == 0 || r.IDs != r.Calls*uint64(tc.Batch) || r.P50 <= 0 || r.P99 < r.P50 {
+			t.Fatalf("%+v", r)
+		}
+		t.Log(r)
+	}
+	if _, err := Tickets(context.Background(), TicketConfig{DSN: "postgres://postgres@127.0.0.1:1/test?connect_timeout=2"}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("unreachable: %v", err)
+	}
+}
