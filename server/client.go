@@ -155,6 +155,45 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("server: HTTP %d: %s: %s", e.Code, e.Body.Error, e.Body.Detail)
 }
 
+// generatorErrors are the generator's sentinels a node's 503 detail may
+// carry, most specific first.
+var generatorErrors = []error{
+	generator.ErrWaitExceeded, generator.ErrLeadExceeded, generator.ErrClockBackwards,
+	generator.ErrFenced, generator.ErrCheckpoint, generator.ErrClosed,
+	generator.ErrLifetime, generator.ErrBeforeEpoch,
+}
+
+// sentinelIn returns the generator sentinel whose text appears in s.
+func sentinelIn(s string) error {
+	for _, e := range generatorErrors {
+		if strings.Contains(s, e.Error()) {
+			return e
+		}
+	}
+	return nil
+}
+
+// Unwrap returns the generator sentinel error (generator.ErrWaitExceeded,
+// ErrClockBackwards, ...) named in the detail of a refusal, so errors.Is
+// classifies a remote refusal as it would a local one; nil otherwise.
+func (e *StatusError) Unwrap() error { return sentinelIn(e.Body.Detail) }
+
+// PartialError reports a batch the node cut short: it issued Got IDs and
+// then refused for Reason. It unwraps to the generator sentinel named in
+// Reason.
+type PartialError struct {
+	Got    int
+	Reason string
+}
+
+// Error returns e.g. "server: partial batch of 12: generator: ...".
+func (e *PartialError) Error() string {
+	return fmt.Sprintf("server: partial batch of %d: %s", e.Got, e.Reason)
+}
+
+// Unwrap returns the generator sentinel named in Reason, if any.
+func (e *PartialError) Unwrap() error { return sentinelIn(e.Reason) }
+
 // Client talks to one node over HTTP: the ID API, health, and (with Token)
 // the admin fault API. Its zero value is not usable: set BaseURL.
 type Client struct {
@@ -171,17 +210,23 @@ var defaultClient = &http.Client{Timeout: 10 * time.Second}
 
 // do sends a request and decodes a 2xx JSON body into out (when non-nil).
 func (c *Client) do(ctx context.Context, method, path string, in, out any, accept string) ([]byte, error) {
+	b, _, err := c.doHeader(ctx, method, path, in, out, accept)
+	return b, err
+}
+
+// doHeader is do that also returns the response header.
+func (c *Client) doHeader(ctx context.Context, method, path string, in, out any, accept string) ([]byte, http.Header, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -198,26 +243,26 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, accep
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := &StatusError{Code: resp.StatusCode, RetryAfter: resp.Header.Get("Retry-After")}
 		if json.Unmarshal(b, &se.Body) != nil {
 			se.Body = ErrorBody{Error: http.StatusText(resp.StatusCode), Detail: strings.TrimSpace(string(b))}
 		}
-		return nil, se
+		return nil, resp.Header, se
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
-			return nil, fmt.Errorf("server: decoding %s %s: %w", method, path, err)
+			return nil, resp.Header, fmt.Errorf("server: decoding %s %s: %w", method, path, err)
 		}
 	}
-	return b, nil
+	return b, resp.Header, nil
 }
 
 // Inject posts a fault and returns the clock's state after it took effect.
@@ -276,12 +321,43 @@ func (c *Client) ID(ctx context.Context) (generator.ID, error) {
 	return ids[0], nil
 }
 
-// IDs fetches a batch of n IDs (fewer only when the node returned a
-// partial batch).
+// IDs fetches a batch of n IDs (see Issue).
 func (c *Client) IDs(ctx context.Context, n int) ([]generator.ID, error) {
-	b, err := c.do(ctx, http.MethodGet, "/v1/ids?count="+strconv.Itoa(n), nil, nil, "")
-	if err != nil {
-		return nil, err
+	dst := make([]generator.ID, n)
+	got, err := c.Issue(ctx, dst)
+	return dst[:got], err
+}
+
+// Issue fills dst with IDs from the node (GET /v1/id for one, /v1/ids for
+// more) and returns how many it wrote; n < len(dst) only with an error: a
+// *PartialError when the node cut the batch short, a *StatusError when it
+// refused (both unwrap to the generator's sentinel), or a transport or
+// ErrBadBody error.
+func (c *Client) Issue(ctx context.Context, dst []generator.ID) (int, error) {
+	if len(dst) == 0 {
+		return 0, nil
 	}
-	return ParseIDs(b)
+	path := "/v1/id"
+	if len(dst) > 1 {
+		path = "/v1/ids?count=" + strconv.Itoa(len(dst))
+	}
+	b, hdr, err := c.doHeader(ctx, http.MethodGet, path, nil, nil, "")
+	if err != nil {
+		return 0, err
+	}
+	ids, err := AppendIDs(dst[:0], b)
+	if err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 || len(ids) > len(dst) || &ids[0] != &dst[0] {
+		return 0, fmt.Errorf("%w: %d IDs for a request of %d", ErrBadBody, len(ids), len(dst))
+	}
+	if len(ids) < len(dst) {
+		reason := hdr.Get(PartialHeader)
+		if reason == "" {
+			return 0, fmt.Errorf("%w: %d IDs for a request of %d, without %s", ErrBadBody, len(ids), len(dst), PartialHeader)
+		}
+		return len(ids), &PartialError{Got: len(ids), Reason: reason}
+	}
+	return len(ids), nil
 }

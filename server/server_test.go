@@ -632,3 +632,57 @@ func TestGracefulShutdownLosesNoID(t *testing.T) {
 	}
 	t.Logf("%d IDs issued and received across shutdown", issued)
 }
+
+func TestClientIssueAndErrors(t *testing.T) {
+	n := newNode(t, func(s *generator.Settings, _ *Config) { s.Policy = generator.PolicyRefuse })
+	c := &Client{BaseURL: n.ts.URL, Token: testToken}
+	ctx := context.Background()
+	dst := make([]generator.ID, 10)
+	if got, err := c.Issue(ctx, dst); got != 10 || err != nil {
+		t.Fatal(got, err)
+	}
+	if got, err := c.Issue(ctx, dst[:1]); got != 1 || err != nil || dst[0] <= dst[9] {
+		t.Fatal(got, err, dst[0], dst[9])
+	}
+	if _, err := c.Inject(ctx, FaultRequest{Kind: "step", By: Ptr(Duration(-2 * time.Second))}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Issue(ctx, dst)
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code != 503 || !errors.Is(err, generator.ErrClockBackwards) || se.RetryAfter == "" {
+		t.Fatalf("refused Issue: %v", err)
+	}
+	st, err := c.Faults(ctx)
+	if err != nil || st.OffsetNs != int64(-2*time.Second) {
+		t.Fatalf("faults: %+v %v", st, err)
+	}
+	if _, err := (&Client{BaseURL: n.ts.URL, Token: "bad"}).Faults(ctx); !errors.As(err, &se) || se.Code != 403 {
+		t.Fatalf("bad token: %v", err)
+	}
+	pe := &PartialError{Got: 3, Reason: "generator: wait deadline exceeded by 1s (policy wait)"}
+	if !errors.Is(pe, generator.ErrWaitExceeded) {
+		t.Fatal("PartialError does not unwrap to ErrWaitExceeded")
+	}
+}
+
+func TestSetGenerator(t *testing.T) {
+	n := newNode(t, nil)
+	g2, err := generator.New(generator.Settings{Node: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g2.Close()
+	old, err := n.srv.SetGenerator(g2)
+	if err != nil || old != n.gen {
+		t.Fatal(old, err)
+	}
+	code, _, body := n.do(t, "GET", "/v1/info", nil, "")
+	if code != 200 || !strings.Contains(body, `"node":8`) {
+		t.Fatal(code, body)
+	}
+	other, _ := generator.New(generator.Settings{Layout: generator.Presets()[2]})
+	defer other.Close()
+	if _, err := n.srv.SetGenerator(other); !errors.Is(err, ErrConfig) {
+		t.Fatalf("layout change: %v", err)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/server"
+	_ "github.com/snowchaos/snowchaos/server/httptarget" // registers the "http" and "process" harness targets
 	"github.com/snowchaos/snowchaos/telemetry"
 	"github.com/snowchaos/snowchaos/telemetry/tracing"
 )

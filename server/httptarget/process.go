@@ -1,0 +1,399 @@
+package httptarget
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/harness/target"
+	"github.com/snowchaos/snowchaos/server"
+)
+
+// Process is the target whose nodes are `snowchaos serve` child processes
+// on free loopback ports, one per host, each with its own admin token and
+// host directory (the checkpoint's disk). Stop without Graceful is kill -9;
+// Graceful is SIGTERM (in-flight requests finish, the final mark is
+// persisted). A clone is a second process with the same worker ID. Leases
+// are not offered: an in-memory lease cannot span processes.
+type Process struct {
+	// Name is the registered name; empty: "process".
+	Name string
+	// Binary is the snowchaos binary; empty: $SNOWCHAOS_BIN, else this
+	// executable when it is snowchaos itself.
+	Binary string
+	// Dir holds the hosts' directories; empty: a new temporary directory
+	// per host.
+	Dir string
+	// Args are extra flags for every `snowchaos serve`.
+	Args []string
+	// Stderr, when set, receives the children's stderr (each line
+	// prefixed with the host); it is also kept, last 8 KiB, for errors.
+	Stderr io.Writer
+	// StartTimeout bounds a child's start; zero: 15 s.
+	StartTimeout time.Duration
+}
+
+var _ target.Target = (*Process)(nil)
+
+// Info implements target.Target.
+func (t *Process) Info() target.Info {
+	name := t.Name
+	if name == "" {
+		name = ProcessName
+	}
+	kinds := append(append([]scenario.Kind(nil), clockKinds...), scenario.KindRestart, scenario.KindClone)
+	return target.Info{
+		Name: name,
+		Doc:  "snowchaos serve child processes on loopback ports: restart is kill -9 and start, a clone a second process",
+		Caps: target.Capabilities{Faults: kinds, Checkpoint: true, OffsetTolerance: offsetTolerance},
+	}
+}
+
+// binary resolves the snowchaos binary.
+func (t *Process) binary() (string, error) {
+	if t.Binary != "" {
+		return t.Binary, nil
+	}
+	if b := os.Getenv(EnvBinary); b != "" {
+		return b, nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		base := filepath.Base(exe)
+		if strings.HasPrefix(base, "snowchaos") && !strings.HasSuffix(base, ".test") {
+			return exe, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no snowchaos binary to run (set $%s)", target.ErrUnsupported, EnvBinary)
+}
+
+// Start implements target.Target: a new host (directory) and a process on it.
+func (t *Process) Start(ctx context.Context, spec target.NodeSpec, _ target.Env) (target.Node, error) {
+	bin, err := t.binary()
+	if err != nil {
+		return nil, err
+	}
+	if spec.Lease != "" && spec.Lease != scenario.LeaseNone {
+		return nil, fmt.Errorf("%w: lease %q across processes", target.ErrUnsupported, spec.Lease)
+	}
+	dir, err := os.MkdirTemp(t.Dir, "snowchaos-host-"+sanitize(spec.Host)+"-")
+	if err != nil {
+		return nil, err
+	}
+	var tok [16]byte
+	rand.Read(tok[:])
+	n := &procNode{t: t, bin: bin, spec: spec, dir: dir, token: hex.EncodeToString(tok[:]), worker: -1, offset: spec.ClockOffset}
+	if err := n.Start(ctx); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return n, nil
+}
+
+// childEnv drops the parent's SNOWCHAOS_* settings, so that only the flags
+// the spec implies configure a child (a stray SNOWCHAOS_LEASE or
+// SNOWCHAOS_CHECKPOINT would change what the scenario tests).
+func childEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "SNOWCHAOS_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// sanitize keeps a host name usable in a file name.
+func sanitize(s string) string {
+	return regexp.MustCompile(`[^A-Za-z0-9_.-]+`).ReplaceAllString(s, "_")
+}
+
+// procNode is one host and the snowchaos serve process running on it.
+type procNode struct {
+	t     *Process
+	bin   string
+	spec  target.NodeSpec
+	dir   string
+	token string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	remote *remote
+	worker int64
+	offset time.Duration // the host clock's offset while no process runs
+	stderr tail
+	closed bool
+}
+
+var _ target.Node = (*procNode)(nil)
+
+// args returns the serve flags for the node's spec.
+func (n *procNode) args() []string {
+	l := n.spec.Layout
+	name := l.Name
+	if name == "" {
+		name = generator.DefaultLayout().Name
+	}
+	a := []string{"serve", "--listen", "127.0.0.1:0", "--worker", strconv.FormatInt(n.spec.Worker, 10),
+		"--layout", name, "--policy", n.spec.Policy.String(), "--log-level", "warn",
+		"--request-timeout", "30s", "--shutdown-timeout", "10s"}
+	if !l.Epoch.IsZero() {
+		a = append(a, "--epoch", l.Epoch.UTC().Format(time.RFC3339Nano))
+	}
+	if n.spec.MaxWait > 0 {
+		a = append(a, "--max-wait", n.spec.MaxWait.String())
+	}
+	if n.spec.MaxLead > 0 {
+		a = append(a, "--max-lead", n.spec.MaxLead.String())
+	}
+	if n.spec.Reserve > 0 {
+		a = append(a, "--reserve", n.spec.Reserve.String())
+	}
+	if n.spec.Checkpoint {
+		a = append(a, "--checkpoint", filepath.Join(n.dir, "mark"))
+	}
+	if n.offset != 0 {
+		a = append(a, "--clock-offset", n.offset.String())
+	}
+	return append(a, n.t.Args...)
+}
+
+// Start implements target.Node: it runs a process on the host, with the
+// host clock's current offset, and waits for its address.
+func (n *procNode) Start(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return fmt.Errorf("%w: node closed", target.ErrStopped)
+	}
+	if n.cmd != nil {
+		return nil
+	}
+	timeout := n.t.StartTimeout
+	if timeout == 0 {
+		timeout = 15 * time.Second
+	}
+	cmd := exec.Command(n.bin, n.args()...)
+	cmd.Env = append(childEnv(os.Environ()), EnvToken+"="+n.token)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = &n.stderr
+	n.stderr.prefix, n.stderr.out = "["+n.spec.Host+"] ", n.t.Stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", n.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				select {
+				case addr <- a:
+				default:
+				}
+			}
+		}
+	}()
+	fail := func(why string) error {
+		cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("node %s: snowchaos serve %s; stderr:\n%s", n.spec.Name, why, n.stderr.String())
+	}
+	var a string
+	select {
+	case a = <-addr:
+	case <-exited:
+		return fail("exited before listening (" + cmd.ProcessState.String() + ")")
+	case <-time.After(timeout):
+		return fail("printed no address within " + timeout.String())
+	case <-ctx.Done():
+		return fail("start interrupted: " + ctx.Err().Error())
+	}
+	r := &remote{c: &server.Client{BaseURL: "http://" + a, Token: n.token, HTTP: newHTTPClient()}}
+	info, err := r.c.Info(ctx)
+	if err != nil {
+		return fail("answered no /v1/info: " + err.Error())
+	}
+	r.worker = info.Node
+	n.cmd, n.exited, n.remote, n.worker = cmd, exited, r, info.Node
+	return nil
+}
+
+// Issue implements target.Node.
+func (n *procNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
+	n.mu.Lock()
+	r := n.remote
+	n.mu.Unlock()
+	if r == nil {
+		return 0, target.ErrStopped
+	}
+	return r.issue(ctx, dst)
+}
+
+// Stop implements target.Node: kill -9, or SIGTERM and wait when graceful
+// (kill -9 after 15 s). The host clock's offset is read first and carried
+// to the next process; Wipe deletes the checkpoint file.
+func (n *procNode) Stop(ctx context.Context, o target.StopOptions) error {
+	n.mu.Lock()
+	cmd, exited, r := n.cmd, n.exited, n.remote
+	n.cmd, n.exited, n.remote, n.worker = nil, nil, nil, -1
+	if r != nil {
+		if off, err := r.offset(ctx); err == nil {
+			n.offset = off
+		}
+	}
+	n.mu.Unlock()
+	var err error
+	if cmd != nil {
+		if o.Graceful {
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+				if !cmd.ProcessState.Success() {
+					err = fmt.Errorf("node %s: graceful stop: %s; stderr:\n%s", n.spec.Name, cmd.ProcessState, n.stderr.String())
+				}
+			case <-time.After(15 * time.Second):
+				cmd.Process.Kill()
+				<-exited
+				err = fmt.Errorf("node %s: no graceful stop within 15s: killed", n.spec.Name)
+			}
+		} else {
+			cmd.Process.Kill() // SIGKILL: nothing is flushed, as in a crash
+			<-exited
+		}
+	}
+	if o.Wipe {
+		if e := os.Remove(filepath.Join(n.dir, "mark")); e != nil && !errors.Is(e, os.ErrNotExist) && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// Clock implements target.Node.
+func (n *procNode) Clock() target.ClockControl { return procClock{n} }
+
+// Maintain implements target.Node: the process needs no help.
+func (n *procNode) Maintain(context.Context) time.Duration { return -1 }
+
+// Worker implements target.Node.
+func (n *procNode) Worker() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.worker
+}
+
+// Close implements target.Node: kill the process, delete the host.
+func (n *procNode) Close() error {
+	err := n.Stop(context.Background(), target.StopOptions{})
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+	if e := os.RemoveAll(n.dir); e != nil && err == nil {
+		err = e
+	}
+	return err
+}
+
+// URL returns the running process's base URL ("" while stopped).
+func (n *procNode) URL() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.remote == nil {
+		return ""
+	}
+	return n.remote.c.BaseURL
+}
+
+// procClock controls a process node's host clock: through the admin API
+// while a process runs; while none does, a step moves the offset the next
+// process starts with, and other faults are unsupported.
+type procClock struct{ n *procNode }
+
+// Apply implements target.ClockControl.
+func (c procClock) Apply(ctx context.Context, f target.ClockFault) error {
+	c.n.mu.Lock()
+	r := c.n.remote
+	if r == nil {
+		defer c.n.mu.Unlock()
+		switch f.Kind {
+		case scenario.KindStep:
+			c.n.offset += f.By
+			return nil
+		case scenario.KindRevert:
+			c.n.offset = 0
+			return nil
+		}
+		return fmt.Errorf("%w: %s while node %s is down", target.ErrUnsupported, f.Kind, c.n.spec.Name)
+	}
+	c.n.mu.Unlock()
+	_, err := r.apply(ctx, f)
+	return err
+}
+
+// Offset implements target.ClockControl.
+func (c procClock) Offset(ctx context.Context) (time.Duration, error) {
+	c.n.mu.Lock()
+	r, off := c.n.remote, c.n.offset
+	c.n.mu.Unlock()
+	if r == nil {
+		return off, nil
+	}
+	return r.offset(ctx)
+}
+
+// tail keeps the last 8 KiB written to it and copies lines to out.
+type tail struct {
+	mu     sync.Mutex
+	buf    []byte
+	prefix string
+	out    io.Writer
+}
+
+// Write implements io.Writer.
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 8<<10 {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-8<<10:]...)
+	}
+	if t.out != nil {
+		for _, line := range strings.SplitAfter(string(p), "\n") {
+			if line != "" {
+				io.WriteString(t.out, t.prefix+line)
+			}
+		}
+	}
+	return len(p), nil
+}
+
+// String returns the kept output.
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
