@@ -305,3 +305,16 @@ func BenchmarkStats(b *testing.B) {
 		_ = g.Stats()
 	}
 }
+
+// BenchmarkBareMutexRealClockParallel is the reference on the system clock
+// from GOMAXPROCS goroutines.
+func BenchmarkBareMutexRealClockParallel(b *testing.B) {
+	g := newBareGen(SystemClock())
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			g.Next()
+		}
+	})
+	reportPerID(b, b.N)
+	b.ReportMetric(100*ceilingNs/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "pct_of_ceiling")
+}
