@@ -54,8 +54,8 @@ type benchRow struct {
 	Failures  uint64  `json:"failures"`
 	Dropped   uint64  `json:"dropped"`
 	Dups      uint64  `json:"duplicates"`
+	Oracle    string  `json:"oracle,omitempty"`
 	Error     string  `json:"error,omitempty"`
-	Reference string  `json:"-"`
 }
 
 func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -72,6 +72,7 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	pgConns := fs.Int("pg-conns", 8, "connections for the concurrent nextval() row")
 	pgBatch := fs.Int("pg-batch", 1000, "nextval() values per round trip for the batched row")
 	stdTransport := fs.Bool("std-transport", false, "load with net/http's Transport instead of loadgen.DirectTransport")
+	oracle := fs.Bool("oracle", false, "also write every ID to Postgres (verify/pgoracle) and report its verdict")
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, loadbenchUsage)
@@ -99,10 +100,21 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	bad := false
 	phase := func(name string, b int, w uint64) benchRow {
 		v := verify.NewConcurrent(verify.Config{})
-		rep, err := loadgen.Run(ctx, loadgen.Config{
+		cfg := loadgen.Config{
 			Nodes: urls, Batch: b, Workers: w, Duration: *duration, Verifier: v, StdTransport: *stdTransport,
 			Timeout: 10 * time.Second,
-		})
+		}
+		var o *pgoracle.Oracle
+		if *oracle {
+			var err error
+			if o, err = pgoracle.New(ctx, pgoracle.Config{DSN: *pgDSN}); err != nil {
+				bad = true
+				return benchRow{Name: name, Error: err.Error()}
+			}
+			defer o.Close()
+			cfg.Sink = func(r *loadgen.Response) { o.Add(int16(r.Node), r.IDs) }
+		}
+		rep, err := loadgen.Run(ctx, cfg)
 		if err != nil {
 			bad = true
 			return benchRow{Name: name, Error: err.Error()}
@@ -114,8 +126,17 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			bad = true
 			row.Error = strings.Join(rep.Errors, "; ")
 		}
+		if o != nil {
+			or, _ := o.Finish(ctx)
+			row.Oracle = fmt.Sprintf("postgres oracle: %s, %d rows, %d duplicates, Add blocked %v in %d calls%s",
+				or.Verdict, or.Rows, or.Duplicates, or.Blocked.Round(time.Millisecond), or.BlockedAdds, map[bool]string{true: ": " + or.Reason, false: ""}[or.Reason != ""])
+			if or.Verdict != pgoracle.VerdictPass {
+				bad = true
+			}
+		}
 		return row
 	}
+	rows = append(rows, inProcessRow(*duration))
 	rows = append(rows, phase(fmt.Sprintf("HTTP GET /v1/id (%d workers)", *workers), 0, *workers))
 	rows = append(rows, phase(fmt.Sprintf("HTTP GET /v1/ids?count=%d (%d workers)", *batch, *batchWorkers), *batch, *batchWorkers))
 	if !*noPG {
@@ -125,7 +146,7 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			tc.DSN, tc.Duration = *pgDSN, *duration
 			name := fmt.Sprintf("Postgres nextval() x%d per trip (%d conns)", tc.Batch, tc.Conns)
 			r, err := pgoracle.Tickets(ctx, tc)
-			row := benchRow{Name: name, Reference: "ticket"}
+			row := benchRow{Name: name}
 			if err != nil {
 				row.Error = err.Error()
 			} else {
@@ -152,6 +173,9 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		tw.Flush()
 		for _, r := range rows {
+			if r.Oracle != "" {
+				fmt.Fprintf(stdout, "%s: %s\n", r.Name, r.Oracle)
+			}
 			if r.Error != "" {
 				fmt.Fprintf(stdout, "note: %s: %s\n", r.Name, r.Error)
 			}
@@ -175,17 +199,42 @@ func fmtLat(d time.Duration) string {
 func benchRatios(rows []benchRow) []string {
 	var out []string
 	ok := func(r benchRow) bool { return r.Error == "" && r.IDRate > 0 }
-	if len(rows) < 5 || !ok(rows[0]) || !ok(rows[1]) {
+	if len(rows) < 6 || !ok(rows[1]) || !ok(rows[2]) {
 		return nil
 	}
-	single, batch := rows[0], rows[1]
-	for _, t := range rows[2:] {
+	single, batch := rows[1], rows[2]
+	for _, t := range rows[3:] {
 		if !ok(t) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("ratio: HTTP single-ID req/s / %s = %.1fx; HTTP batch IDs/s / it = %.1fx", t.Name, single.IDRate/t.IDRate, batch.IDRate/t.IDRate))
 	}
 	return out
+}
+
+// inProcessRow measures the generator without a network, one goroutine
+// calling Next for d: the ceiling an embedded generator offers.
+func inProcessRow(d time.Duration) benchRow {
+	g, err := generator.New(generator.Settings{})
+	if err != nil {
+		return benchRow{Name: "in-process generator.Next()", Error: err.Error()}
+	}
+	defer g.Close()
+	clk := generator.SystemClock()
+	_, start := clk.Now()
+	end := start + int64(min(d, time.Second))
+	var n uint64
+	var now int64
+	for now = start; now < end; _, now = clk.Now() {
+		for range 1024 {
+			if _, err := g.Next(); err != nil {
+				return benchRow{Name: "in-process generator.Next()", Error: err.Error()}
+			}
+		}
+		n += 1024
+	}
+	rate := float64(n) / (float64(now-start) / 1e9)
+	return benchRow{Name: "in-process generator.Next() (no network)", Requests: n, IDs: n, ReqRate: rate, IDRate: rate, P50: "-", P99: "-"}
 }
 
 // benchNodes returns the node URLs: the given targets, or n in-process

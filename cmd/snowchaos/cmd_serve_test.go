@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/snowchaos/snowchaos/internal/testenv"
 	"github.com/snowchaos/snowchaos/server"
 )
 
@@ -104,6 +109,17 @@ func TestServeEndToEnd(t *testing.T) {
 	if _, err := c.Revert(ctx); err != nil {
 		t.Fatal(err)
 	}
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"snowflake_ids_issued_total 100", `snowflake_http_requests_total{code="503",route="/v1/id"} 1`, "snowflake_refusals_total", "go_goroutines"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 	if code := stop(); code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
@@ -182,5 +198,50 @@ func TestServeEnvNames(t *testing.T) {
 	}
 	if got := redactDSN("postgres://u:secret@h:5432/db"); strings.Contains(got, "secret") || !strings.Contains(got, "u:xxxxx@h") {
 		t.Fatal(got)
+	}
+}
+
+func TestServePostgresLease(t *testing.T) {
+	dsn := os.Getenv("SNOWCHAOS_PG_DSN")
+	if dsn == "" {
+		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		testenv.Missing(t, "Postgres at %s: %v", dsn, err)
+	}
+	schema := fmt.Sprintf("serve_lease_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		conn.Close(context.Background())
+	})
+	args := []string{"--listen", "127.0.0.1:0", "--lease", dsn, "--lease-schema", schema, "--worker", "3", "--lease-ttl", "3s", "--holder", "node-x"}
+	url, stop, stderr := startServe(t, args...)
+	c := &server.Client{BaseURL: url}
+	info, err := c.Info(context.Background())
+	if err != nil || info.Node != 3 {
+		t.Fatalf("info %+v %v", info, err)
+	}
+	if _, err := c.IDs(context.Background(), 10); err != nil {
+		t.Fatal(err)
+	}
+	// A second node with another identity preferring the same worker ID
+	// is granted another one: the lease prevents the clone.
+	url2, stop2, stderr2 := startServe(t, append(args[:len(args)-1:len(args)-1], "node-y")...)
+	info2, err := (&server.Client{BaseURL: url2}).Info(context.Background())
+	if err != nil || info2.Node == 3 {
+		t.Fatalf("second holder got worker %d (%v), want another than 3", info2.Node, err)
+	}
+	if code := stop2(); code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, stderr2)
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	var held int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM "+schema+".worker_leases WHERE leased_until > now()").Scan(&held); err != nil || held != 0 {
+		t.Fatalf("leases still held after shutdown: %d (%v)", held, err)
 	}
 }
