@@ -484,14 +484,16 @@ func (k *Keeper) poke() {
 
 // Rebind binds the generator to the current lease and returns it; call it
 // after closing the generator built on the previous lease, then build the
-// new one with Node = Lease.WorkerID. It fails with a *FenceError when no
-// lease is held.
+// new one with Node = Lease.WorkerID. The mark saved under the previous
+// lease is kept when the new lease is on the same worker ID (the old
+// generator's IDs still bound the new one's) and dropped otherwise. It
+// fails with a *FenceError when no lease is held.
 func (k *Keeper) Rebind() (Lease, error) {
 	g := k.cur.Load()
 	if g == nil {
 		return Lease{}, k.fenceErr(k.bound.Load())
 	}
-	if k.bound.Swap(g) != g {
+	if old := k.bound.Swap(g); old != g && (old == nil || old.workerID != g.workerID) {
 		k.mark.Store(0)
 	}
 	return g.leaseNow(), nil

@@ -224,6 +224,40 @@ func TestKeeperReacquiresAnotherWorker(t *testing.T) {
 	}
 }
 
+// TestKeeperReacquiresSameWorker: an outage longer than the TTL loses the
+// lease, nobody takes the worker ID, and the Keeper gets it back under a
+// new token. After Rebind the generator's last mark still guards the new
+// generator on the same worker ID.
+func TestKeeperReacquiresSameWorker(t *testing.T) {
+	r := newRig(t, nil)
+	first := r.acquire()
+	wall, _ := r.clock.Now()
+	mark := wall/1e6 + int64(2*ttl/time.Millisecond) // reserved far ahead, never renewed into the store
+	if err := r.k.Save(mark); err != nil {
+		t.Fatal(err)
+	}
+	r.mem.SetAvailable(false)
+	r.clock.Advance(ttl + time.Second)
+	r.tick()
+	r.mem.SetAvailable(true)
+	r.clock.Advance(ttl / 10)
+	r.tick()
+	cur, ok := r.k.Lease()
+	if !ok || cur.WorkerID != first.WorkerID || cur.Token == first.Token {
+		t.Fatalf("Keeper holds %v (%v), want worker %d under a new token", cur, ok, first.WorkerID)
+	}
+	wantReason(t, r.check(), lease.ReasonChanged)
+	if last := r.events[len(r.events)-1]; !last.Rebind {
+		t.Errorf("last event %+v, want Rebind", last)
+	}
+	if _, err := r.k.Rebind(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.k.Load(); err != nil || got != mark {
+		t.Errorf("Load after rebinding the same worker = %d, %v; want the old mark %d", got, err, mark)
+	}
+}
+
 func TestKeeperHandoffGuard(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
