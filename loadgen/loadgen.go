@@ -176,7 +176,10 @@ type Config struct {
 
 // Failures counts failed requests by cause.
 type Failures struct {
-	Connection, Timeout, Status, BadBody uint64
+	Connection uint64 // no response: refused, reset, closed
+	Timeout    uint64 // no response within Config.Timeout
+	Status     uint64 // a non-2xx response
+	BadBody    uint64 // a 2xx response without the IDs asked for
 }
 
 // Total is the number of failed requests.
@@ -198,12 +201,12 @@ func (f *Failures) add(c Cause, n uint64) {
 
 // NodeReport is one node's share of a run.
 type NodeReport struct {
-	URL           string
-	Requests, OK  uint64
-	IDs           uint64
-	Failures      Failures
-	LastFailure   string
-	FirstFailedAt time.Time
+	URL           string    // the node's base URL
+	Requests, OK  uint64    // requests sent to it, and succeeded
+	IDs           uint64    // IDs it returned
+	Failures      Failures  // its failed requests by cause
+	LastFailure   string    // the last failure's description
+	FirstFailedAt time.Time // when its first failed request was sent
 }
 
 // Report is what a run did.

@@ -77,6 +77,12 @@ func (t *DirectTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("%w (%v)", cerr, err)
 		}
+		// The connection's deadline is the context's: it can fire a hair
+		// before the context's own timer.
+		var ne net.Error
+		if dl, ok := ctx.Deadline(); ok && errors.As(err, &ne) && ne.Timeout() && !time.Now().Before(dl) {
+			return nil, fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
+		}
 		return nil, err
 	}
 	if err := req.Write(dc.bw); err != nil {

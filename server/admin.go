@@ -68,15 +68,15 @@ const (
 //	pause   for           wall and mono stand still for `for`
 //	jitter  max, [seed]   readings jitter by up to max (max 0 removes it)
 type FaultRequest struct {
-	Kind   string    `json:"kind"`
-	By     *Duration `json:"by,omitempty"`
-	For    *Duration `json:"for,omitempty"`
-	Window *Duration `json:"window,omitempty"`
-	PPM    *float64  `json:"ppm,omitempty"`
-	At     *string   `json:"at,omitempty"`
-	In     *Duration `json:"in,omitempty"`
-	Max    *Duration `json:"max,omitempty"`
-	Seed   *uint64   `json:"seed,omitempty"`
+	Kind   string    `json:"kind"`             // the fault kind, as above
+	By     *Duration `json:"by,omitempty"`     // how far the wall clock moves (step, smear, slew)
+	For    *Duration `json:"for,omitempty"`    // how long it lasts (freeze, pause)
+	Window *Duration `json:"window,omitempty"` // a smear's window
+	PPM    *float64  `json:"ppm,omitempty"`    // a slew's or drift's rate, parts per million
+	At     *string   `json:"at,omitempty"`     // a leap second's instant, RFC 3339
+	In     *Duration `json:"in,omitempty"`     // a leap second's delay from the clock's now
+	Max    *Duration `json:"max,omitempty"`    // a jitter's bound
+	Seed   *uint64   `json:"seed,omitempty"`   // a jitter's random seed
 }
 
 // Ptr returns a pointer to v, for building a FaultRequest.
@@ -227,9 +227,9 @@ func (r FaultRequest) Apply(c *faults.Clock) {
 
 // ActiveFault is one entry of FaultState.Active.
 type ActiveFault struct {
-	Kind   string    `json:"kind"`
-	Detail string    `json:"detail"`
-	Since  time.Time `json:"since"`
+	Kind   string    `json:"kind"`   // fault kind (faults.Kind*)
+	Detail string    `json:"detail"` // what it does and how far it got
+	Since  time.Time `json:"since"`  // the clock's wall time when it began
 }
 
 // FaultState is the body of every admin response: the clock's faults and

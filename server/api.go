@@ -264,13 +264,13 @@ type Info struct {
 
 // LayoutInfo is a layout as JSON.
 type LayoutInfo struct {
-	Name           string    `json:"name"`
-	TimeBits       uint      `json:"time_bits"`
-	NodeBits       uint      `json:"node_bits"`
-	SeqBits        uint      `json:"seq_bits"`
-	DatacenterBits uint      `json:"datacenter_bits"`
-	Epoch          time.Time `json:"epoch"`
-	Tick           string    `json:"tick"`
+	Name           string    `json:"name"`            // preset name
+	TimeBits       uint      `json:"time_bits"`       // time field width
+	NodeBits       uint      `json:"node_bits"`       // node field width
+	SeqBits        uint      `json:"seq_bits"`        // sequence field width
+	DatacenterBits uint      `json:"datacenter_bits"` // datacenter view of the node field
+	Epoch          time.Time `json:"epoch"`           // time of tick 0
+	Tick           string    `json:"tick"`            // tick length, a Go duration
 }
 
 // Layout returns the generator.Layout li describes.

@@ -182,8 +182,8 @@ func (e *StatusError) Unwrap() error { return sentinelIn(e.Body.Detail) }
 // then refused for Reason. It unwraps to the generator sentinel named in
 // Reason.
 type PartialError struct {
-	Got    int
-	Reason string
+	Got    int    // IDs issued before the refusal
+	Reason string // the refusal, as the node reported it
 }
 
 // Error returns e.g. "server: partial batch of 12: generator: ...".
