@@ -22,6 +22,10 @@
 // oversized body, 503 with Retry-After while the generator refuses. IDs are
 // always decimal strings in JSON, never numbers.
 //
+// Serve speaks HTTP/1.1 with keep-alive and, to clients that know it in
+// advance, unencrypted HTTP/2 (h2c), with read, write and idle timeouts and
+// a per-request deadline passed to the generator.
+//
 // The admin API exists only when Config.AdminToken is set; it then needs a
 // faults.Clock and, unless Config.AdminAllowRemote, a loopback listener, so a
 // production node never exposes it by accident.

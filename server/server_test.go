@@ -686,3 +686,31 @@ func TestSetGenerator(t *testing.T) {
 		t.Fatalf("layout change: %v", err)
 	}
 }
+
+func TestServeH2C(t *testing.T) {
+	gen, _ := generator.New(generator.Settings{Node: 1})
+	defer gen.Close()
+	srv, err := New(Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, nil) }()
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	resp, err := (&http.Client{Transport: tr}).Get("http://" + ln.Addr().String() + "/v1/ids?count=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != 200 || strings.Count(string(b), "\n") != 5 {
+		t.Fatalf("h2c: %s %d %q", resp.Proto, resp.StatusCode, b)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
