@@ -74,6 +74,7 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	stdTransport := fs.Bool("std-transport", false, "load with net/http's Transport instead of loadgen.DirectTransport")
 	oracle := fs.Bool("oracle", false, "also write every ID to Postgres (verify/pgoracle) and report its verdict")
 	asJSON := fs.Bool("json", false, "print JSON")
+	phases := fs.String("phases", "inprocess,single,batch,pg", "phases to run, comma-separated: inprocess, single, batch, pg")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, loadbenchUsage)
 		fs.PrintDefaults()
@@ -89,6 +90,19 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return exitInvalid
 	}
 
+	want := map[string]bool{}
+	for _, p := range strings.Split(*phases, ",") {
+		switch p = strings.TrimSpace(p); p {
+		case "inprocess", "single", "batch", "pg":
+			want[p] = true
+		default:
+			fmt.Fprintf(stderr, "snowchaos loadbench: unknown phase %q (want inprocess, single, batch, pg)\n", p)
+			return exitInvalid
+		}
+	}
+	if *noPG {
+		want["pg"] = false
+	}
 	urls, stop, err := benchNodes(ctx, *targets, *nodes, *batch)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos loadbench: %v\n", err)
@@ -136,10 +150,20 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return row
 	}
-	rows = append(rows, inProcessRow(*duration))
-	rows = append(rows, phase(fmt.Sprintf("HTTP GET /v1/id (%d workers)", *workers), 0, *workers))
-	rows = append(rows, phase(fmt.Sprintf("HTTP GET /v1/ids?count=%d (%d workers)", *batch, *batchWorkers), *batch, *batchWorkers))
-	if !*noPG {
+	var single, batched *benchRow
+	if want["inprocess"] {
+		rows = append(rows, inProcessRow(*duration))
+	}
+	if want["single"] {
+		rows = append(rows, phase(fmt.Sprintf("HTTP GET /v1/id (%d workers)", *workers), 0, *workers))
+		single = &rows[len(rows)-1]
+	}
+	if want["batch"] {
+		rows = append(rows, phase(fmt.Sprintf("HTTP GET /v1/ids?count=%d (%d workers)", *batch, *batchWorkers), *batch, *batchWorkers))
+		batched = &rows[len(rows)-1]
+	}
+	firstTicket := len(rows)
+	if want["pg"] {
 		for _, tc := range []pgoracle.TicketConfig{
 			{Batch: 1, Conns: 1}, {Batch: 1, Conns: *pgConns}, {Batch: *pgBatch, Conns: 1},
 		} {
@@ -156,7 +180,14 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			rows = append(rows, row)
 		}
 	}
-	ratios := benchRatios(rows)
+	var s1, b1 benchRow
+	if single != nil {
+		s1 = *single
+	}
+	if batched != nil {
+		b1 = *batched
+	}
+	ratios := benchRatios(s1, b1, rows[firstTicket:])
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -196,18 +227,23 @@ func fmtLat(d time.Duration) string {
 }
 
 // benchRatios compares the HTTP rows with the ticket rows.
-func benchRatios(rows []benchRow) []string {
+func benchRatios(single, batch benchRow, tickets []benchRow) []string {
 	var out []string
 	ok := func(r benchRow) bool { return r.Error == "" && r.IDRate > 0 }
-	if len(rows) < 6 || !ok(rows[1]) || !ok(rows[2]) {
-		return nil
-	}
-	single, batch := rows[1], rows[2]
-	for _, t := range rows[3:] {
+	for _, t := range tickets {
 		if !ok(t) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("ratio: HTTP single-ID req/s / %s = %.1fx; HTTP batch IDs/s / it = %.1fx", t.Name, single.IDRate/t.IDRate, batch.IDRate/t.IDRate))
+		var parts []string
+		if ok(single) {
+			parts = append(parts, fmt.Sprintf("HTTP single-ID IDs/s / it = %.2fx", single.IDRate/t.IDRate))
+		}
+		if ok(batch) {
+			parts = append(parts, fmt.Sprintf("HTTP batch IDs/s / it = %.1fx", batch.IDRate/t.IDRate))
+		}
+		if len(parts) > 0 {
+			out = append(out, "ratio vs "+t.Name+": "+strings.Join(parts, "; "))
+		}
 	}
 	return out
 }
