@@ -44,18 +44,18 @@ flags:
 
 // benchRow is one line of the loadbench table.
 type benchRow struct {
-	Name      string  `json:"name"`
-	Requests  uint64  `json:"requests"`
-	IDs       uint64  `json:"ids"`
-	ReqRate   float64 `json:"req_per_s"`
-	IDRate    float64 `json:"ids_per_s"`
-	P50       string  `json:"p50"`
-	P99       string  `json:"p99"`
-	Failures  uint64  `json:"failures"`
-	Dropped   uint64  `json:"dropped"`
-	Dups      uint64  `json:"duplicates"`
-	Oracle    string  `json:"oracle,omitempty"`
-	Error     string  `json:"error,omitempty"`
+	Name     string  `json:"name"`
+	Requests uint64  `json:"requests"`
+	IDs      uint64  `json:"ids"`
+	ReqRate  float64 `json:"req_per_s"`
+	IDRate   float64 `json:"ids_per_s"`
+	P50      string  `json:"p50"`
+	P99      string  `json:"p99"`
+	Failures uint64  `json:"failures"`
+	Dropped  uint64  `json:"dropped"`
+	Dups     uint64  `json:"duplicates"`
+	Oracle   string  `json:"oracle,omitempty"`
+	Error    string  `json:"error,omitempty"`
 }
 
 func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
