@@ -74,6 +74,7 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	stdTransport := fs.Bool("std-transport", false, "load with net/http's Transport instead of loadgen.DirectTransport")
 	oracle := fs.Bool("oracle", false, "also write every ID to Postgres (verify/pgoracle) and report its verdict")
 	asJSON := fs.Bool("json", false, "print JSON")
+	rate := fs.Float64("rate", 0, "open-model rate (requests/s) for the single-ID phase instead of the maximum")
 	phases := fs.String("phases", "inprocess,single,batch,pg", "phases to run, comma-separated: inprocess, single, batch, pg")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, loadbenchUsage)
@@ -85,7 +86,7 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return exitInvalid
 	}
-	if fs.NArg() > 0 || *duration <= 0 || *nodes < 1 || *nodes > 64 || *batch < 2 || *batch > server.MaxBatchLimit || *workers < 1 || *batchWorkers < 1 {
+	if fs.NArg() > 0 || *rate < 0 || *duration <= 0 || *nodes < 1 || *nodes > 64 || *batch < 2 || *batch > server.MaxBatchLimit || *workers < 1 || *batchWorkers < 1 {
 		fmt.Fprintln(stderr, "snowchaos loadbench: bad flags (want positive --duration, --workers, --batch-workers; --nodes in [1,64]; --batch in [2, 1<<20])")
 		return exitInvalid
 	}
@@ -112,11 +113,14 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	var rows []benchRow
 	bad := false
-	phase := func(name string, b int, w uint64) benchRow {
+	phase := func(name string, b int, w uint64, r float64) benchRow {
 		v := verify.NewConcurrent(verify.Config{})
 		cfg := loadgen.Config{
 			Nodes: urls, Batch: b, Workers: w, Duration: *duration, Verifier: v, StdTransport: *stdTransport,
 			Timeout: 10 * time.Second,
+		}
+		if r > 0 {
+			cfg.Stages = []loadgen.Stage{loadgen.Constant(r, *duration)}
 		}
 		var o *pgoracle.Oracle
 		if *oracle {
@@ -155,11 +159,15 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		rows = append(rows, inProcessRow(*duration))
 	}
 	if want["single"] {
-		rows = append(rows, phase(fmt.Sprintf("HTTP GET /v1/id (%d workers)", *workers), 0, *workers))
+		name := fmt.Sprintf("HTTP GET /v1/id (%d workers)", *workers)
+		if *rate > 0 {
+			name = fmt.Sprintf("HTTP GET /v1/id (open model, %.0f/s)", *rate)
+		}
+		rows = append(rows, phase(name, 0, *workers, *rate))
 		single = &rows[len(rows)-1]
 	}
 	if want["batch"] {
-		rows = append(rows, phase(fmt.Sprintf("HTTP GET /v1/ids?count=%d (%d workers)", *batch, *batchWorkers), *batch, *batchWorkers))
+		rows = append(rows, phase(fmt.Sprintf("HTTP GET /v1/ids?count=%d (%d workers)", *batch, *batchWorkers), *batch, *batchWorkers, 0))
 		batched = &rows[len(rows)-1]
 	}
 	firstTicket := len(rows)
