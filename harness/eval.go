@@ -20,11 +20,20 @@ import (
 // way round: catching the target passes, not catching it is unknown when
 // a fault went unconfirmed. A figure with nothing to measure (no requests
 // in the window, no IDs for a lead) is unknown.
-func evaluate(s *scenario.Scenario, targetName string, vr verify.Result, faults []FaultResult) []Check {
+//
+// The lease figures (refused starts, rebinds) come from figs, the run's
+// own counts; the rest from the verifier.
+func evaluate(s *scenario.Scenario, targetName string, vr verify.Result, faults []FaultResult, figs Figures) []Check {
 	var out []Check
 	for _, e := range s.ChecksFor(targetName) {
 		c := Check{Expr: e.Text, Expected: e.Expected, Info: e.Informational, Line: e.Line}
 		v, ok, why := figure(s, e, vr)
+		switch e.Metric {
+		case scenario.MetricRefusedStarts:
+			v, ok = float64(figs.RefusedStarts), true
+		case scenario.MetricRebinds:
+			v, ok = float64(figs.Rebinds), true
+		}
 		if !ok {
 			c.Verdict, c.Observed, c.Reason = Unknown, "-", why
 			out = append(out, c)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -369,6 +370,7 @@ faults:
   - {at: 200ms, kind: restart, nodes: [b]}
   - {at: 300ms, kind: clone, for: 100ms, nodes: [a]}
   - {at: 450ms, kind: freeze, for: 50ms, nodes: [b]}
+  - {at: 500ms, kind: store_outage, for: 50ms}
 invariants: ["duplicates == 0", "order_violations == 0", "restart_violations == 0"]
 targets: [wait, bad-no-rewind-check]
 expect:
@@ -426,5 +428,163 @@ func TestMetrics(t *testing.T) {
 	}
 	if got["snowchaos_verdict#"] == 0 {
 		t.Fatalf("no verdict series: %v", got)
+	}
+}
+
+// explainTarget cannot take a step fault and says why.
+type explainTarget struct{ target.InProcess }
+
+func (e *explainTarget) Info() target.Info {
+	i := e.InProcess.Info()
+	i.Name = "test-explains"
+	i.Caps.Faults = []scenario.Kind{scenario.KindRestart}
+	return i
+}
+
+func (e *explainTarget) NotApplicable(f scenario.Fault) string {
+	if f.Kind == scenario.KindRestart {
+		return ""
+	}
+	return "its clock is the host's own"
+}
+
+func init() { target.Register(&explainTarget{}) }
+
+const naSrc = `name: na
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 1000/s}
+faults: [{at: 200ms, kind: step, by: -5ms}]
+invariants: ["duplicates == 0"]
+targets: [wait, %s]
+`
+
+// TestNotApplicable: a target that cannot take a fault is an error unless
+// opted in (per target or by Options.AllowNA); opted in, its row is n/a
+// with the reason in every report, and the exit code ignores it.
+func TestNotApplicable(t *testing.T) {
+	parse := func(targets string) *scenario.Scenario {
+		t.Helper()
+		s, err := scenario.Parse("na.yaml", []byte(strings.Replace(naSrc, "%s", targets, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	plain := parse("test-fixed-clock")
+	if err := harness.Prepare([]*scenario.Scenario{plain}, harness.Options{}); err == nil || !strings.Contains(err.Error(), "na.yaml:5: targets[1]: target test-fixed-clock cannot take a step fault") {
+		t.Fatalf("without opting in: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		s *scenario.Scenario
+		o harness.Options
+	}{
+		"per target": {parse("{name: test-fixed-clock, not_applicable: ok}"), harness.Options{}},
+		"allow-na":   {plain, harness.Options{AllowNA: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rep := run(t, []*scenario.Scenario{tc.s}, tc.o)
+			r := rep.Scenarios[0].Runs[1]
+			if r.Verdict != harness.NA || !strings.Contains(r.NotApplicable, "cannot take a step fault") || len(r.Checks) != 0 {
+				t.Fatalf("run %+v", r)
+			}
+			if rep.ExitCode() != 0 || rep.Verdict != harness.Pass || rep.Scenarios[0].Verdict != harness.Pass ||
+				rep.Summary.NotApplicable != 1 || rep.Summary.Passed != 1 {
+				t.Fatalf("report verdict %s, exit %d, summary %+v", rep.Verdict, rep.ExitCode(), rep.Summary)
+			}
+			var txt, js, ju, ht bytes.Buffer
+			for _, w := range []struct {
+				f func(io.Writer, *harness.Report) error
+				b *bytes.Buffer
+			}{{report.Terminal, &txt}, {report.JSON, &js}, {report.JUnit, &ju}, {report.HTML, &ht}} {
+				if err := w.f(w.b, rep); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for what, want := range map[string][]string{
+				txt.String(): {"test-fixed-clock  n/a", "n/a: target test-fixed-clock cannot take a step fault", "1 passed, 0 failed, 0 unknown, 1 n/a; verdict PASS (exit 0)"},
+				js.String():  {`"verdict": "n/a"`, `"not_applicable": "target test-fixed-clock cannot take a step fault`, `"not_applicable": 1`},
+				ju.String():  {`name="test-fixed-clock: n/a"`, `<skipped message="not applicable: target test-fixed-clock cannot take a step fault`},
+				ht.String():  {`<td class="na" title="target test-fixed-clock cannot take`, "1 n/a"},
+			} {
+				for _, w := range want {
+					if !strings.Contains(what, w) {
+						t.Errorf("report lacks %q:\n%s", w, what)
+					}
+				}
+			}
+		})
+	}
+	// The target's own reason, when it gives one.
+	s := parse("{name: test-explains, not_applicable: ok}")
+	rep := run(t, []*scenario.Scenario{s}, harness.Options{})
+	if r := rep.Scenarios[0].Runs[1]; r.Verdict != harness.NA || !strings.HasSuffix(r.NotApplicable, "its clock is the host's own") {
+		t.Fatalf("run %+v", r)
+	}
+	// A scenario that no target can take is an error, opted in or not.
+	only, err := scenario.Parse("only.yaml", []byte(`name: only
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 1000/s}
+faults: [{at: 200ms, kind: step, by: -5ms}]
+invariants: ["duplicates == 0"]
+targets: [{name: test-fixed-clock, not_applicable: ok}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []harness.Options{{}, {AllowNA: true}} {
+		if err := harness.Prepare([]*scenario.Scenario{only}, o); err == nil || !strings.Contains(err.Error(), "no target can take this scenario") {
+			t.Errorf("AllowNA %v: %v", o.AllowNA, err)
+		}
+	}
+}
+
+// TestLeaseRefusedAtStart: nodes starting at once in a range too small
+// for them all: the ones refused stay down (their requests fail), the run
+// goes on, and the refusals are counted and named.
+func TestLeaseRefusedAtStart(t *testing.T) {
+	s, err := scenario.Parse("full.yaml", []byte(`name: full
+duration: 1s
+nodes:
+  - {name: a, worker: 0, lease: memory, worker_range: 0-1}
+  - {name: b, worker: 1, lease: memory, worker_range: 0-1}
+  - {name: c, worker: 1, lease: memory, worker_range: 0-1}
+load: {per: node, rate: 1000/s}
+invariants: ["duplicates == 0", "refused_starts == 1", "availability < 0.7"]
+targets: [wait]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, []*scenario.Scenario{s}, harness.Options{})
+	r := rep.Scenarios[0].Runs[0]
+	if r.Verdict != harness.Pass || r.Error != "" || r.Lease == nil || len(r.Lease.Refused) != 1 ||
+		!strings.Contains(r.Lease.Refused[0], "c at 0s: lease: all worker IDs taken: range [0,1] held by 0=a 1=b") {
+		var b bytes.Buffer
+		report.Terminal(&b, rep)
+		t.Fatalf("%+v\n%s", r.Lease, b.String())
+	}
+}
+
+// TestLeaseSettingsValidate: lease settings a lease keeper cannot work
+// with, or that no node would use, are errors.
+func TestLeaseSettingsValidate(t *testing.T) {
+	for src, want := range map[string]string{
+		`name: x
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 10/s}
+invariants: ["duplicates == 0"]
+targets: [{name: w, use: wait, handoff_guard: off}]
+`: "x.yaml:6: targets[0]: target w sets a lease setting but none of its nodes leases a worker ID",
+	} {
+		s, err := scenario.Parse("x.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := harness.Prepare([]*scenario.Scenario{s}, harness.Options{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v, want %q", err, want)
+		}
 	}
 }

@@ -20,9 +20,16 @@ const (
 	// Unknown: the check could not be decided, for example because a
 	// fault it depends on could not be confirmed, or nothing was measured.
 	Unknown Verdict = "unknown"
+	// NA (not applicable): the run was not made because the target cannot take
+	// the scenario (a fault kind, a lease, a checkpoint, simulated time),
+	// and the target was opted in to say so (Target.NotApplicable or
+	// Options.AllowNA). It is neither a pass nor a failure: it never
+	// changes a scenario's or the report's verdict.
+	NA Verdict = "n/a"
 )
 
-// worse returns the worse of two verdicts: fail > unknown > pass.
+// worse returns the worse of two verdicts: fail > unknown > pass; n/a
+// never wins (a is kept).
 func worse(a, b Verdict) Verdict {
 	rank := func(v Verdict) int {
 		switch v {
@@ -33,7 +40,7 @@ func worse(a, b Verdict) Verdict {
 		}
 		return 0
 	}
-	if rank(b) > rank(a) {
+	if b != NA && (a == NA || rank(b) > rank(a)) {
 		return b
 	}
 	return a
@@ -71,6 +78,9 @@ type Summary struct {
 	Passed  int `json:"passed"`
 	Failed  int `json:"failed"`
 	Unknown int `json:"unknown"`
+	// NotApplicable counts runs reported n/a: the target cannot take the
+	// scenario and was opted in to say so.
+	NotApplicable int `json:"not_applicable,omitempty"`
 	// Skipped counts runs not run (stopped by --fail-fast or a timeout).
 	Skipped int `json:"skipped"`
 }
@@ -127,8 +137,11 @@ type Result struct {
 	// Control is true when the scenario states what this target must be
 	// caught doing.
 	Control bool `json:"control,omitempty"`
-	// Verdict is the worst verdict of the checks.
+	// Verdict is the worst verdict of the checks, or n/a.
 	Verdict Verdict `json:"verdict"`
+	// NotApplicable says why the target cannot take the scenario when the
+	// verdict is n/a (the run was not made).
+	NotApplicable string `json:"not_applicable,omitempty"`
 	// Error says why the run could not complete; the verdict is then
 	// unknown.
 	Error string `json:"error,omitempty"`
@@ -146,6 +159,8 @@ type Result struct {
 	Nodes []NodeResult `json:"nodes"`
 	// Duplicates are the first duplicates found, with both issuers.
 	Duplicates []DuplicateResult `json:"duplicates,omitempty"`
+	// Lease says what the worker-ID leases did; nil when no node leased.
+	Lease *LeaseResult `json:"lease,omitempty"`
 	// Sim describes how a simulated run sampled its load.
 	Sim *SimInfo `json:"simulation,omitempty"`
 	// Timeline is the run's time series, for the HTML report.
@@ -193,6 +208,35 @@ type Figures struct {
 	MaxLag     Duration `json:"max_lag_seconds"`
 	P99Lag     Duration `json:"p99_lag_seconds"`
 	LongestGap Duration `json:"longest_gap_seconds"`
+	// RefusedStarts counts node starts the lease refused a worker ID;
+	// Rebinds the generators rebuilt on a new lease after a loss.
+	RefusedStarts int    `json:"refused_starts,omitempty"`
+	Rebinds       uint64 `json:"rebinds,omitempty"`
+}
+
+// LeaseResult says what a run's worker-ID leases did, summed over every
+// node and incarnation.
+type LeaseResult struct {
+	// Acquisitions and AcquireErrors count acquisitions and failed
+	// attempts; RenewOK, RenewFailed and RenewLost renewals by result.
+	Acquisitions  uint64 `json:"acquisitions"`
+	AcquireErrors uint64 `json:"acquire_errors"`
+	RenewOK       uint64 `json:"renew_ok"`
+	RenewFailed   uint64 `json:"renew_failed"`
+	RenewLost     uint64 `json:"renew_lost"`
+	// Fenced counts early fence closures, ClockJumps the suspected VM
+	// pauses among them, HandoffWaits the generator starts that waited for
+	// a previous holder's last issued time.
+	Fenced       uint64 `json:"fenced"`
+	ClockJumps   uint64 `json:"clock_jumps"`
+	HandoffWaits uint64 `json:"handoff_waits"`
+	// Rebinds counts generators rebuilt on a new lease after a loss.
+	Rebinds uint64 `json:"rebinds"`
+	// Refused lists the starts the lease refused, with its error (which
+	// names the range and the holders).
+	Refused []string `json:"refused,omitempty"`
+	// Rebound lists the rebinds: node, time and worker ID.
+	Rebound []string `json:"rebound,omitempty"`
 }
 
 // FaultResult says whether one fault took effect.

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snowchaos/snowchaos/faults"
@@ -50,7 +52,10 @@ type run struct {
 		tl      *timeline
 		stopped bool
 	}
-	leases  *lease.Memory
+	leases *lease.Memory
+	// lease is what the run's lease keepers did, for the report; guarded
+	// by the lifecycle (one goroutine at a time).
+	lease   leaseLog
 	hist    *historyWriter
 	metrics *telemetry.HarnessMetrics
 	gens    *telemetry.GeneratorCollector
@@ -72,7 +77,10 @@ type slot struct {
 	alive       bool // false once a clone has ended
 	incarnation int
 	issuer      verify.IssuerID
-	gen         int // lifecycle generation: stale events are dropped
+	worker      int64         // the worker the issuer was registered with
+	rebinds     uint64        // the node's LeaseStats.Rebinds last seen
+	poked       time.Duration // simulated: when a deferred poke is due (see sim.poke)
+	gen         int           // lifecycle generation: stale events are dropped
 	host        *host
 	series      *NodeSeries
 	nm          *telemetry.NodeMetrics
@@ -103,6 +111,64 @@ type host struct {
 	origin time.Duration   // simulated: run offset at which virt started
 	real   func() time.Duration
 	shadow *faults.Clock
+	store  *storeLink // the host's way to the run's lease store; nil until a node leases
+}
+
+// storeLink is one host's connection to the run's lease store. A partition
+// cuts it: the host's calls fail as unavailable while other hosts still
+// reach the store.
+type storeLink struct {
+	lease.Registry
+	cut atomic.Bool
+}
+
+var _ lease.Registry = (*storeLink)(nil)
+
+func (l *storeLink) check() error {
+	if l.cut.Load() {
+		return fmt.Errorf("%w: host partitioned from the lease store", lease.ErrUnavailable)
+	}
+	return nil
+}
+
+func (l *storeLink) Acquire(ctx context.Context, req lease.Request) (lease.Lease, error) {
+	if err := l.check(); err != nil {
+		return lease.Lease{}, err
+	}
+	return l.Registry.Acquire(ctx, req)
+}
+
+func (l *storeLink) Renew(ctx context.Context, le lease.Lease, lastIssuedMs int64) (lease.Lease, error) {
+	if err := l.check(); err != nil {
+		return lease.Lease{}, err
+	}
+	return l.Registry.Renew(ctx, le, lastIssuedMs)
+}
+
+func (l *storeLink) Release(ctx context.Context, le lease.Lease, lastIssuedMs int64) error {
+	if err := l.check(); err != nil {
+		return err
+	}
+	return l.Registry.Release(ctx, le, lastIssuedMs)
+}
+
+func (l *storeLink) List(ctx context.Context) ([]lease.Lease, error) {
+	if err := l.check(); err != nil {
+		return nil, err
+	}
+	return l.Registry.List(ctx)
+}
+
+// storeOf returns the host's link to the run's lease store (nil when the
+// run has none).
+func (r *run) storeOf(h *host) *storeLink {
+	if r.leases == nil {
+		return nil
+	}
+	if h.store == nil {
+		h.store = &storeLink{Registry: r.leases}
+	}
+	return h.store
 }
 
 // hostNow is the host's true time as an offset from the run's start.
@@ -191,22 +257,84 @@ func (r *run) specFor(n scenario.Node) target.NodeSpec {
 	return target.SpecOf(r.st.Apply(n))
 }
 
-// usesLeases reports whether any node leases from memory.
+// usesLeases reports whether any node leases from memory, or a fault
+// cuts the lease store off (the run then has a store, used or not).
 func (r *run) usesLeases() bool {
 	for _, n := range r.s.Nodes {
 		if r.st.Apply(n).Lease == scenario.LeaseMemory {
 			return true
 		}
 	}
+	for _, f := range r.s.Faults {
+		if f.Kind == scenario.KindStoreOutage {
+			return true
+		}
+	}
 	return false
+}
+
+// leaseLog records what the run's leases did: starts the lease refused and
+// generators rebuilt on a new lease.
+type leaseLog struct {
+	refused []string
+	rebound []string
+	rebinds uint64
+}
+
+// refusedStart reports whether err is the lease refusing the node a worker
+// ID (every one in its range held), and logs it.
+func (r *run) refusedStart(sl *slot, err error) bool {
+	if !errors.Is(err, lease.ErrAllTaken) {
+		return false
+	}
+	msg := strings.TrimPrefix(err.Error(), "node "+sl.name+": ")
+	r.lease.refused = append(r.lease.refused, fmt.Sprintf("%s at %s: %s", sl.name, Duration(r.now()), msg))
+	return true
+}
+
+// followLease notes a node whose lease keeper lost its lease and whose
+// generator was rebuilt on a new one (in Maintain): the node's metrics
+// follow the new generator, and a new worker ID makes a new incarnation,
+// so the verifier checks it as the worker's new issuer.
+func (r *run) followLease(sl *slot) {
+	if sl.node == nil || !sl.up {
+		return
+	}
+	ln, ok := sl.node.(target.LeaseNode)
+	if !ok {
+		return
+	}
+	n := ln.LeaseStats().Rebinds
+	if n == sl.rebinds {
+		return
+	}
+	r.lease.rebinds += n - sl.rebinds
+	sl.rebinds = n
+	if gn, ok := sl.node.(target.GeneratorNode); ok && sl.nm != nil {
+		if g := gn.Generator(); g != nil {
+			sl.nm.Detach()
+			sl.nm.Attach(g)
+		}
+	}
+	w := sl.node.Worker()
+	if w < 0 || w == sl.worker {
+		r.lease.rebound = append(r.lease.rebound, fmt.Sprintf("%s at %s: lease lost and acquired again: new generator on worker %d", sl.name, Duration(r.now()), w))
+		return
+	}
+	r.lease.rebound = append(r.lease.rebound, fmt.Sprintf("%s at %s: lease lost: new generator on worker %d (was %d), incarnation %d", sl.name, Duration(r.now()), w, sl.worker, sl.incarnation+1))
+	sl.incarnation++
+	sl.worker = w
+	r.mu.Lock()
+	sl.issuer = r.mu.v.Register(verify.IssuerSpec{Name: sl.name, Incarnation: sl.incarnation, Worker: w, Layout: sl.spec.Layout})
+	r.mu.Unlock()
 }
 
 // startSlot starts the slot's node on its host (a fresh Start), registers
 // its issuer and reports the error; the slot is down on error.
 func (r *run) startSlot(sl *slot) error {
 	env := target.Env{Base: sl.host.base, Observer: sl.observer()}
-	if r.leases != nil {
-		env.Leases = r.leases
+	if st := r.storeOf(sl.host); st != nil {
+		env.Leases = st
 	}
 	n, err := r.tgt.Start(r.ctx, sl.spec, env)
 	sl.node = n
@@ -236,9 +364,16 @@ func (r *run) afterStart(sl *slot, err error) {
 				sl.nm.Attach(g)
 			}
 		}
+		if ln, ok := sl.node.(target.LeaseNode); ok {
+			sl.rebinds = ln.LeaseStats().Rebinds
+		}
 	} else {
 		sl.up, sl.downReason = false, err.Error()
+		if r.refusedStart(sl, err) {
+			sl.downReason = "refused a worker ID: " + err.Error()
+		}
 	}
+	sl.worker = worker
 	r.mu.Lock()
 	sl.issuer = r.mu.v.Register(verify.IssuerSpec{Name: sl.name, Incarnation: sl.incarnation, Worker: worker, Layout: sl.spec.Layout})
 	r.mu.Unlock()
@@ -485,10 +620,16 @@ func (r *run) newHostName(node, why string) string {
 
 // finish closes the nodes and assembles the Result.
 func (r *run) finish(res *Result, events uint64) {
+	var ls target.LeaseStats
+	leased := false
 	for _, sl := range r.mu.slots {
 		if sl.node != nil {
 			_ = sl.node.Close()
+			if ln, ok := sl.node.(target.LeaseNode); ok {
+				ls = ls.Add(ln.LeaseStats())
+			}
 		}
+		leased = leased || sl.spec.Lease == scenario.LeaseMemory
 		if sl.nm != nil && r.gens != nil {
 			sl.nm.Detach()
 			r.gens.RemoveNode(sl.nm.Name())
@@ -500,13 +641,23 @@ func (r *run) finish(res *Result, events uint64) {
 	res.Faults = r.mu.faults
 	res.Stopped = r.mu.stopped
 	fillFigures(res, vr, r.s, r.startNs)
+	res.Figures.RefusedStarts = len(r.lease.refused)
+	res.Figures.Rebinds = r.lease.rebinds
+	if leased && !r.info.KnownBad {
+		res.Lease = &LeaseResult{
+			Acquisitions: ls.Acquisitions, AcquireErrors: ls.AcquireErrors,
+			RenewOK: ls.RenewOK, RenewFailed: ls.RenewFailed, RenewLost: ls.RenewLost,
+			Fenced: ls.Fenced, ClockJumps: ls.ClockJumps, HandoffWaits: ls.HandoffWaits,
+			Rebinds: r.lease.rebinds, Refused: r.lease.refused, Rebound: r.lease.rebound,
+		}
+	}
 	if r.mode == scenario.ModeSimulated {
 		res.Sim = &SimInfo{Budget: r.plan.budget, Factor: round4(r.plan.factor), Hot: Duration(r.plan.hotLen), HotSpans: len(r.plan.hot), Events: events}
 	}
 	if r.mu.tl != nil {
 		res.Timeline = r.mu.tl.result()
 	}
-	res.Checks = evaluate(r.s, r.st.Name, vr, res.Faults)
+	res.Checks = evaluate(r.s, r.st.Name, vr, res.Faults, res.Figures)
 	res.Verdict = Pass
 	counted := 0
 	for _, c := range res.Checks {

@@ -57,10 +57,16 @@ type Options struct {
 	// Parallel bounds the simulated runs at once; zero means GOMAXPROCS.
 	// Real-mode runs always go one at a time.
 	Parallel int
+	// AllowNA opts every target in to the n/a outcome (as not_applicable:
+	// ok does for one): a target that cannot take a scenario is reported
+	// n/a with the reason instead of the suite being rejected. A scenario
+	// no target can take is still an error.
+	AllowNA bool
 }
 
 // Prepare validates the suite against the options: every target exists
-// and can run its scenario in the chosen mode. Errors name file and line.
+// and can run its scenario in the chosen mode, or is opted in to n/a (see
+// Options.AllowNA). Errors name file and line.
 func Prepare(suite []*scenario.Scenario, o Options) error {
 	var errs []error
 	names := map[string]string{}
@@ -73,7 +79,7 @@ func Prepare(suite []*scenario.Scenario, o Options) error {
 		if o.Mode != "" {
 			mode = o.Mode
 		}
-		if err := Validate(s, mode); err != nil {
+		if err := validate(s, mode, o.AllowNA); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -244,13 +250,24 @@ func Run(ctx context.Context, suite []*scenario.Scenario, o Options) (*Report, e
 			rep.Summary.Passed++
 		case Fail:
 			rep.Summary.Failed++
+		case NA:
+			rep.Summary.NotApplicable++
 		default:
 			rep.Summary.Unknown++
 		}
 	}
 	for _, sr := range rep.Scenarios {
-		if len(sr.Runs) == 0 {
+		na := 0
+		for _, r := range sr.Runs {
+			if r.Verdict == NA {
+				na++
+			}
+		}
+		switch {
+		case len(sr.Runs) == 0:
 			sr.Verdict = Unknown
+		case na == len(sr.Runs):
+			sr.Verdict = NA // every selected target n/a: no verdict to give
 		}
 		rep.Verdict = worse(rep.Verdict, sr.Verdict)
 	}
@@ -274,6 +291,16 @@ func RunOne(ctx context.Context, s *scenario.Scenario, t scenario.Target, o Opti
 	res = &Result{Target: t.Name, Use: t.Use, Verdict: Unknown}
 	if _, ok := s.ExpectationFor(t.Name); ok {
 		res.Control = true
+	}
+	mode := s.Mode
+	if o.Mode != "" {
+		mode = o.Mode
+	}
+	if why := NotApplicable(s, t, mode); why != "" {
+		// Prepare let it through only when the target is opted in to n/a;
+		// running it could only give a meaningless verdict.
+		res.Verdict, res.NotApplicable = NA, why
+		return res
 	}
 	defer func() {
 		if p := recover(); p != nil {

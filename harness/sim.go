@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/snowchaos/snowchaos/faults"
@@ -44,6 +45,8 @@ const (
 	evMaintain
 	evSample
 	evWindowEnd
+	evStoreBack
+	evPoke
 	evArrival
 )
 
@@ -101,6 +104,7 @@ type sim struct {
 	events  uint64
 	real    *realDriver
 	mkHost  func(at time.Duration) *host
+	cuts    map[int][]*storeLink // links a store outage cut, by fault index
 }
 
 // globalClock reads the simulation's reference time: the lease store's
@@ -180,13 +184,16 @@ func (s *sim) setup(res *Result, mkHost func(time.Duration) *host, leaseClock ge
 	r.beginMetrics()
 	r.newSlots(mkHost)
 	for _, sl := range r.mu.slots {
+		r.mu.tl.addSeries(sl, 0)
 		if err := r.startSlot(sl); err != nil {
+			if errors.Is(err, lease.ErrAllTaken) {
+				continue // refused a worker ID: down, and counted
+			}
 			res.Error = fmt.Sprintf("node %s failed to start: %v", sl.name, err)
 			r.finish(res, 0)
 			return false
 		}
 		s.maintain(sl)
-		r.mu.tl.addSeries(sl, 0)
 	}
 	for i, f := range r.s.Faults {
 		s.push(f.At, evFault, i, 0)
@@ -225,6 +232,14 @@ func (s *sim) handle(e event) {
 	case evWindowEnd:
 		f := s.s.Faults[e.a]
 		_ = s.metrics.SetWindow(telemetry.FaultWindow{Name: f.Name, Kind: string(f.Kind)}, false)
+	case evStoreBack:
+		s.storeBack(e.a)
+	case evPoke:
+		sl := s.mu.slots[e.a]
+		if sl.up && sl.gen == e.b {
+			advance(sl.host, s.t)
+			s.poke(sl)
+		}
 	}
 }
 
@@ -246,13 +261,43 @@ func (s *sim) addClients(si int, t time.Duration) {
 }
 
 // maintain runs the node's periodic work and schedules the next.
+//
+// A host whose clock ran ahead of the run's time (it waited out a rewind
+// or a VM pause for a request, and is busy until then) does its lease work
+// only when the run's time reaches its own: the lease store lives on the
+// run's time, so a renewal sent "from the future" would reach it early and
+// find a lease valid that is long expired by then.
 func (s *sim) maintain(sl *slot) {
 	if sl.node == nil || !sl.up {
 		return
 	}
-	if d := sl.node.Maintain(s.ctx); d >= 0 {
+	if ahead := hostNow(sl.host); s.real == nil && ahead > s.t {
+		s.push(ahead, evMaintain, sl.idx, sl.gen)
+		return
+	}
+	d := sl.node.Maintain(s.ctx)
+	s.followLease(sl)
+	if d >= 0 {
 		s.push(s.t+max(d, time.Millisecond), evMaintain, sl.idx, sl.gen)
 	}
+}
+
+// poke wakes the node's lease keeper now, outside its schedule (a closed
+// fence), as a real keeper's loop is poked; a host that is ahead (see
+// maintain) is poked once when the run's time reaches it.
+func (s *sim) poke(sl *slot) {
+	if sl.node == nil || !sl.up {
+		return
+	}
+	if ahead := hostNow(sl.host); s.real == nil && ahead > s.t {
+		if sl.poked != ahead {
+			sl.poked = ahead
+			s.push(ahead, evPoke, sl.idx, sl.gen)
+		}
+		return
+	}
+	sl.node.Maintain(s.ctx)
+	s.followLease(sl)
 }
 
 // pick returns the slot a total-load request goes to: any live slot,
@@ -294,9 +339,9 @@ func (s *sim) arrival(ci int) {
 		s.record(sl.callee(), c.idx, arrive, end, s.buf[:n], err)
 		failed = err != nil
 		if errors.Is(err, generator.ErrFenced) {
-			// A closed fence wakes the node's lease keeper at once (as a
-			// real keeper's loop is poked); the periodic event stays.
-			sl.node.Maintain(s.ctx)
+			// A closed fence wakes the node's lease keeper at once; the
+			// periodic event stays.
+			s.poke(sl)
 		}
 	}
 	if next := s.plan.after(arrive, end, failed, c.rng); next >= 0 {
@@ -348,6 +393,8 @@ func (s *sim) fault(fi int) {
 		for _, name := range f.Nodes {
 			s.clone(fi, s.slot(name))
 		}
+	case scenario.KindStoreOutage:
+		s.storeOutage(fi)
 	default:
 		cf := s.clockFault(f)
 		for _, name := range f.Nodes {
@@ -403,6 +450,58 @@ func (s *sim) probe(pi int) {
 	s.confirm(p.fi, sl, sl.host.shadow.Offset()-p.before)
 }
 
+// storeOutage cuts the lease store off: for everyone, or for the named
+// nodes' hosts (a partition). It is confirmed when the store (or the
+// host's link to it) answers unavailable.
+func (s *sim) storeOutage(fi int) {
+	f := s.s.Faults[fi]
+	if s.leases == nil {
+		s.unconfirmed(fi, "the run has no lease store")
+		return
+	}
+	var cut []*storeLink
+	if f.Partition {
+		for _, name := range f.Nodes {
+			link := s.storeOf(s.slot(name).host)
+			link.cut.Store(true)
+			cut = append(cut, link)
+		}
+	} else {
+		s.leases.SetAvailable(false)
+		cut = append(cut, &storeLink{Registry: s.leases})
+	}
+	for _, link := range cut {
+		if _, err := link.List(s.ctx); !errors.Is(err, lease.ErrUnavailable) {
+			s.unconfirmed(fi, fmt.Sprintf("lease store still answers: %v", err))
+		}
+	}
+	what := "lease store down"
+	if f.Partition {
+		what = strings.Join(f.Nodes, ", ") + " cut off from the lease store"
+	}
+	s.mu.faults[fi].Detail = append(s.mu.faults[fi].Detail, fmt.Sprintf("%s for %s", what, scenario.FormatDuration(f.For)))
+	if s.cuts == nil {
+		s.cuts = map[int][]*storeLink{}
+	}
+	s.cuts[fi] = cut
+	s.push(s.t+f.For, evStoreBack, fi, 0)
+}
+
+// storeBack ends store outage fi.
+func (s *sim) storeBack(fi int) {
+	if !s.s.Faults[fi].Partition {
+		s.leases.SetAvailable(true)
+	}
+	for _, link := range s.cuts[fi] {
+		link.cut.Store(false)
+		if _, err := link.List(s.ctx); err != nil {
+			s.unconfirmed(fi, "lease store did not come back: "+err.Error())
+			return
+		}
+	}
+	s.mu.faults[fi].Detail = append(s.mu.faults[fi].Detail, fmt.Sprintf("back at %s", Duration(s.t)))
+}
+
 // up handles the end of a restart's down time or a handoff's gap.
 func (s *sim) up(e event) {
 	f := s.s.Faults[e.a]
@@ -419,6 +518,11 @@ func (s *sim) bringUp(fi int, sl *slot) {
 	advance(sl.host, s.t)
 	sl.incarnation++
 	if err := s.restartSlot(sl); err != nil {
+		if errors.Is(err, lease.ErrAllTaken) {
+			fr := &s.mu.faults[fi]
+			fr.Detail = append(fr.Detail, fmt.Sprintf("%s: restart refused a worker ID by the lease", sl.name))
+			return
+		}
 		s.unconfirmed(fi, sl.name+": restart failed: "+err.Error())
 		return
 	}
@@ -472,6 +576,11 @@ func (s *sim) clone(fi int, src *slot) {
 	}
 	sl := &slot{idx: len(s.mu.slots), name: name, spec: src.spec, clone: true, alive: true, host: s.mkHost(s.t)}
 	sl.spec.Name, sl.spec.Host = name, name
+	same := ""
+	if f.SameHolder {
+		sl.spec.Host = src.spec.Host // a copy with the original's host or pod name
+		same = " with " + src.name + "'s identity"
+	}
 	sl.host.shadow.Step(sl.spec.ClockOffset)
 	if s.gens != nil {
 		sl.nm, _ = s.gens.Node(s.s.Name + "/" + s.st.Name + "/" + name)
@@ -487,9 +596,9 @@ func (s *sim) clone(fi int, src *slot) {
 		if sl.node.Worker() != src.spec.Worker {
 			note = " (the lease gave it another)"
 		}
-		fr.Detail = append(fr.Detail, fmt.Sprintf("%s: clone of %s started with worker %d%s", name, src.name, sl.node.Worker(), note))
+		fr.Detail = append(fr.Detail, fmt.Sprintf("%s: clone of %s%s started with worker %d%s", name, src.name, same, sl.node.Worker(), note))
 	case errors.Is(err, lease.ErrAllTaken):
-		fr.Detail = append(fr.Detail, fmt.Sprintf("%s: clone of %s refused a worker ID by the lease", name, src.name))
+		fr.Detail = append(fr.Detail, fmt.Sprintf("%s: clone of %s%s refused a worker ID by the lease", name, src.name, same))
 	default:
 		s.unconfirmed(fi, fmt.Sprintf("%s: clone of %s failed to start: %v", name, src.name, err))
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
+	"github.com/snowchaos/snowchaos/lease"
 )
 
 // policyTargets are the target names that mean "the in-process generator
@@ -52,11 +53,79 @@ func resolve(t scenario.Target) (target.Target, scenario.Target, error) {
 // time, so hours of scenario time belong in simulated mode.
 const MaxReal = 10 * time.Minute
 
+// NotApplicable returns why target t cannot take scenario s in mode: a
+// fault kind it cannot take, a lease or checkpoint its nodes do not honour
+// (known-bad targets ignore those on purpose), or simulated time. It
+// returns "" when t can run s, and for a target name that does not
+// resolve (Validate reports that). Reasons are joined with "; ".
+func NotApplicable(s *scenario.Scenario, t scenario.Target, mode scenario.Mode) string {
+	var why []string
+	for _, p := range problems(s, t, mode) {
+		why = append(why, p.msg)
+	}
+	return strings.Join(why, "; ")
+}
+
+// problem is one thing a target cannot do, at a line of the scenario.
+type problem struct {
+	line int
+	key  string
+	msg  string
+}
+
+func problems(s *scenario.Scenario, t scenario.Target, mode scenario.Mode) []problem {
+	if mode == "" {
+		mode = s.Mode
+	}
+	tg, rt, err := resolve(t)
+	if err != nil {
+		return nil
+	}
+	info := tg.Info()
+	var out []problem
+	if mode == scenario.ModeSimulated && !info.Caps.Simulated {
+		out = append(out, problem{t.Line, "", fmt.Sprintf("target %s cannot run on simulated time: use --mode real", info.Name)})
+	}
+	explain, _ := tg.(target.FaultExplainer)
+	for _, f := range s.Faults {
+		if info.Caps.Supports(f.Kind) {
+			continue
+		}
+		msg := fmt.Sprintf("target %s cannot take a %s fault (faults[%s]): the harness cannot control its clock or lifecycle that way", t.Name, f.Kind, f.Name)
+		if explain != nil {
+			if why := explain.NotApplicable(f); why != "" {
+				msg = fmt.Sprintf("target %s cannot take a %s fault (faults[%s]): %s", t.Name, f.Kind, f.Name, why)
+			}
+		}
+		out = append(out, problem{f.Line, "", msg})
+	}
+	if !info.KnownBad {
+		for j, n := range s.Nodes {
+			n = rt.Apply(n)
+			if !info.Caps.SupportsLease(n.Lease) {
+				out = append(out, problem{n.Line, fmt.Sprintf("nodes[%d].lease", j), fmt.Sprintf("target %s cannot use lease %s", t.Name, n.Lease)})
+			}
+			if n.Checkpoint && !info.Caps.Checkpoint {
+				out = append(out, problem{n.Line, fmt.Sprintf("nodes[%d].checkpoint", j), fmt.Sprintf("target %s keeps no checkpoint", t.Name)})
+			}
+		}
+	}
+	return out
+}
+
 // Validate checks what the parser cannot: that every target exists and
 // can do what the scenario asks of it (the fault kinds, leases, simulated
-// time), and that the load fits the simulation budget. Errors name the
-// file and line, like the parser's.
+// time), that the lease settings make a working lease keeper, and that the
+// load fits the simulation budget. A target that cannot take the scenario
+// is an error unless it opts in to the n/a outcome (not_applicable: ok);
+// a scenario that no target can take is an error either way. Errors name
+// the file and line, like the parser's.
 func Validate(s *scenario.Scenario, mode scenario.Mode) error {
+	return validate(s, mode, false)
+}
+
+// validate is Validate; allowNA opts every target in to n/a.
+func validate(s *scenario.Scenario, mode scenario.Mode, allowNA bool) error {
 	var errs scenario.ErrorList
 	add := func(line int, key, format string, args ...any) {
 		errs = append(errs, &scenario.Error{File: s.File, Line: max(line, 1), Key: key, Msg: fmt.Sprintf(format, args...)})
@@ -64,33 +133,47 @@ func Validate(s *scenario.Scenario, mode scenario.Mode) error {
 	if mode == "" {
 		mode = s.Mode
 	}
+	na, firstNA := 0, ""
 	for i, t := range s.Targets {
 		key := fmt.Sprintf("targets[%d]", i)
-		tg, rt, err := resolve(t)
+		_, rt, err := resolve(t)
 		if err != nil {
 			add(t.Line, key, "%v", err)
 			continue
 		}
-		info := tg.Info()
-		if mode == scenario.ModeSimulated && !info.Caps.Simulated {
-			add(t.Line, key, "target %s cannot run on simulated time: use --mode real", info.Name)
-		}
-		for _, f := range s.Faults {
-			if !info.Caps.Supports(f.Kind) {
-				add(f.Line, key, "target %s cannot take a %s fault (faults[%s]): the harness cannot control its clock or lifecycle that way", t.Name, f.Kind, f.Name)
+		if ps := problems(s, t, mode); len(ps) > 0 {
+			if t.NotApplicable || allowNA {
+				na++
+				if firstNA == "" {
+					firstNA = t.Name + ": " + ps[0].msg
+				}
+				continue
+			}
+			for _, p := range ps {
+				k := key
+				if p.key != "" {
+					k = p.key
+				}
+				add(p.line, k, "%s", p.msg)
 			}
 		}
-		if !info.KnownBad {
-			for j, n := range s.Nodes {
-				n = rt.Apply(n)
-				if !info.Caps.SupportsLease(n.Lease) {
-					add(n.Line, fmt.Sprintf("nodes[%d].lease", j), "target %s cannot use lease %s", t.Name, n.Lease)
-				}
-				if n.Checkpoint && !info.Caps.Checkpoint {
-					add(n.Line, fmt.Sprintf("nodes[%d].checkpoint", j), "target %s keeps no checkpoint", t.Name)
-				}
+		leases := false
+		for j, n := range s.Nodes {
+			n = rt.Apply(n)
+			if n.Lease != scenario.LeaseMemory {
+				continue
+			}
+			leases = true
+			if _, err := lease.NewKeeper(lease.KeeperConfig{Registry: lease.NewMemory(nil), Holder: n.Name, TTL: n.LeaseTTL}); err != nil {
+				add(n.Line, fmt.Sprintf("nodes[%d].lease_ttl", j), "target %s: %v", t.Name, err)
 			}
 		}
+		if !leases && (t.HandoffGuard != nil || t.PauseCheck != nil || t.Fence != nil || t.LeaseTTL != 0) {
+			add(t.Line, key, "target %s sets a lease setting but none of its nodes leases a worker ID", t.Name)
+		}
+	}
+	if na > 0 && na == len(s.Targets) {
+		add(s.Line, "targets", "no target can take this scenario (all %d would be n/a; first: %s)", na, firstNA)
 	}
 	if mode == scenario.ModeReal && s.Duration > MaxReal {
 		add(s.Line, "duration", "%s of wall-clock time: real mode runs are bounded to %s (simulate it, or shorten it)", s.Duration, MaxReal)

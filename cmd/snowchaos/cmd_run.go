@@ -34,7 +34,10 @@ the built-in suite (embedded in the binary) in simulated mode.
 
 Exit status: 0 when every verdict is as expected, 1 when any check failed,
 2 when any is unknown (an unconfirmed fault, an interrupted run) or the
-input is invalid.
+input is invalid. A target that cannot take a scenario (a fault kind, a
+lease) is invalid input unless it is opted in to "n/a" (not_applicable: ok
+in the scenario, or --allow-na): its row is then n/a with the reason, and
+counts as neither pass nor fail.
 
 flags:
 `
@@ -43,7 +46,7 @@ flags:
 type runFlags struct {
 	mode, seed, targets, reportFmt string
 	junit, history, html, metrics  string
-	failFast, list                 bool
+	failFast, list, allowNA        bool
 	timeout                        time.Duration
 	parallel                       int
 }
@@ -68,6 +71,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop after this long (unfinished runs are unknown: exit 2); 0 means none")
 	fl.IntVar(&f.parallel, "parallel", 0, "simulated runs at once (0: one per CPU)")
 	fl.BoolVar(&f.list, "list", false, "list the scenarios and targets that would run, and exit")
+	fl.BoolVar(&f.allowNA, "allow-na", false, "report a target that cannot take a scenario as n/a (with the reason) instead of rejecting the suite")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -225,6 +229,7 @@ func (f *runFlags) options() (harness.Options, error) {
 	}
 	o.FailFast = f.failFast
 	o.Parallel = f.parallel
+	o.AllowNA = f.allowNA
 	return o, nil
 }
 

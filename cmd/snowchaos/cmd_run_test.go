@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/scenarios"
 )
 
@@ -127,7 +130,49 @@ func TestRunBuiltinSuite(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
-	if !strings.Contains(out, "14 scenarios, 14 runs: 14 passed") {
+	files, _ := fs.Glob(scenarios.FS, "*.yaml")
+	n := len(files)
+	if want := fmt.Sprintf("%d scenarios, %d runs: %d passed", n, n, n); n < 14 || !strings.Contains(out, want) {
 		t.Fatalf("summary:\n%s", out)
+	}
+}
+
+// fixedClockTarget runs in-process nodes whose clocks the harness cannot
+// step, for the n/a outcome.
+type fixedClockTarget struct{ target.InProcess }
+
+func (f *fixedClockTarget) Info() target.Info {
+	i := f.InProcess.Info()
+	i.Name = "test-cmd-fixed-clock"
+	i.Caps.Faults = []scenario.Kind{scenario.KindRestart}
+	return i
+}
+
+func init() { target.Register(&fixedClockTarget{}) }
+
+// TestRunAllowNA: a target that cannot take a scenario's fault is invalid
+// input (exit 2) unless --allow-na reports it n/a: exit 0, the row and the
+// JUnit case say why.
+func TestRunAllowNA(t *testing.T) {
+	p := writeScenario(t, "na.yaml", `name: na
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 1000/s}
+faults: [{at: 200ms, kind: step, by: -5ms}]
+invariants: ["duplicates == 0"]
+targets: [wait, test-cmd-fixed-clock]
+`)
+	code, _, stderr := runCmd(t, p)
+	if code != 2 || !strings.Contains(stderr, "target test-cmd-fixed-clock cannot take a step fault") {
+		t.Fatalf("without --allow-na: exit %d\n%s", code, stderr)
+	}
+	junit := filepath.Join(t.TempDir(), "j.xml")
+	code, out, stderr := runCmd(t, "--allow-na", "--junit", junit, p)
+	if code != 0 || !strings.Contains(out, "n/a: target test-cmd-fixed-clock cannot take a step fault") || !strings.Contains(out, "1 n/a; verdict PASS (exit 0)") {
+		t.Fatalf("--allow-na: exit %d\n%s%s", code, out, stderr)
+	}
+	b, err := os.ReadFile(junit)
+	if err != nil || !strings.Contains(string(b), `<skipped message="not applicable: target test-cmd-fixed-clock`) {
+		t.Fatalf("junit: %v\n%s", err, b)
 	}
 }

@@ -23,11 +23,11 @@ func HTML(w io.Writer, rep *harness.Report) error {
 	ew.printf("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>snowchaos report: %s</title>\n<style>%s</style></head><body>\n", html.EscapeString(strings.ToUpper(string(rep.Verdict))), css)
 	s := rep.Summary
 	ew.printf("<h1>snowchaos report <span class=\"v %s\">%s</span></h1>\n", rep.Verdict, strings.ToUpper(string(rep.Verdict)))
-	ew.printf("<p class=\"sum\">%d scenarios, %d runs (%s mode): %d passed, %d failed, %d unknown, %d skipped. Exit code %d.</p>\n",
-		len(rep.Scenarios), s.Runs, html.EscapeString(string(rep.Mode)), s.Passed, s.Failed, s.Unknown, s.Skipped, rep.ExitCode())
+	ew.printf("<p class=\"sum\">%d scenarios, %d runs (%s mode): %d passed, %d failed, %d unknown, %d n/a, %d skipped. Exit code %d.</p>\n",
+		len(rep.Scenarios), s.Runs, html.EscapeString(string(rep.Mode)), s.Passed, s.Failed, s.Unknown, s.NotApplicable, s.Skipped, rep.ExitCode())
 	ew.printf("<nav>")
 	for _, sr := range rep.Scenarios {
-		ew.printf("<a class=\"%s\" href=\"#%s\">%s</a> ", sr.Verdict, anchor(sr.Name), html.EscapeString(sr.Name))
+		ew.printf("<a class=\"%s\" href=\"#%s\">%s</a> ", verdictClass(sr.Verdict), anchor(sr.Name), html.EscapeString(sr.Name))
 	}
 	ew.printf("</nav>\n")
 	for _, sr := range rep.Scenarios {
@@ -39,12 +39,20 @@ func HTML(w io.Writer, rep *harness.Report) error {
 
 const css = `body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1d2330;background:#fff}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-top:2px solid #d8dce6;padding-top:12px}
-.sum{color:#444}nav a{margin-right:8px;text-decoration:none}nav a.pass{color:#1a7f37}nav a.fail{color:#cf222e}nav a.unknown{color:#9a6700}
-.v{padding:1px 8px;border-radius:4px;color:#fff;font-size:13px}.v.pass{background:#1a7f37}.v.fail{background:#cf222e}.v.unknown{background:#9a6700}
+.sum{color:#444}nav a{margin-right:8px;text-decoration:none}nav a.pass{color:#1a7f37}nav a.fail{color:#cf222e}nav a.unknown{color:#9a6700}nav a.na{color:#57606a}
+.v{padding:1px 8px;border-radius:4px;color:#fff;font-size:13px}.v.pass{background:#1a7f37}.v.fail{background:#cf222e}.v.unknown{background:#9a6700}.v.na{background:#57606a}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #d8dce6;padding:3px 7px;text-align:right;font-variant-numeric:tabular-nums}
-th{background:#f3f4f8}td.l,th.l{text-align:left}td.pass{color:#1a7f37}td.fail{color:#cf222e;font-weight:600}td.unknown{color:#9a6700;font-weight:600}td.info{color:#888}
+th{background:#f3f4f8}td.l,th.l{text-align:left}td.pass{color:#1a7f37}td.fail{color:#cf222e;font-weight:600}td.unknown{color:#9a6700;font-weight:600}td.info{color:#888}td.na{color:#57606a;font-style:italic}
 .legend li{font-family:ui-monospace,monospace}details{margin:6px 0}summary{cursor:pointer}.desc{color:#444;max-width:900px}
 svg{background:#fbfbfd;border:1px solid #e1e4ec}footer{margin-top:40px;color:#666;font-size:12px}`
+
+// verdictClass is a verdict's CSS class ("n/a" is not a class name).
+func verdictClass(v harness.Verdict) string {
+	if v == harness.NA {
+		return "na"
+	}
+	return string(v)
+}
 
 func anchor(s string) string {
 	return "s-" + strings.Map(func(r rune) rune {
@@ -56,7 +64,7 @@ func anchor(s string) string {
 }
 
 func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
-	w.printf("<h2 id=\"%s\">%s <span class=\"v %s\">%s</span></h2>\n", anchor(sr.Name), html.EscapeString(sr.Name), sr.Verdict, strings.ToUpper(string(sr.Verdict)))
+	w.printf("<h2 id=\"%s\">%s <span class=\"v %s\">%s</span></h2>\n", anchor(sr.Name), html.EscapeString(sr.Name), verdictClass(sr.Verdict), strings.ToUpper(string(sr.Verdict)))
 	if sr.Description != "" {
 		w.printf("<p class=\"desc\">%s</p>\n", html.EscapeString(sr.Description))
 	}
@@ -77,6 +85,11 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 	w.printf("</tr>\n")
 	for _, r := range sr.Runs {
 		f := r.Figures
+		if r.Verdict == harness.NA {
+			w.printf("<tr><td class=\"l\">%s</td><td class=\"na\" title=\"%s\">n/a</td><td class=\"l na\" colspan=\"%d\">%s</td></tr>\n",
+				html.EscapeString(r.Target), html.EscapeString(r.NotApplicable), 5+len(cols), html.EscapeString("not applicable: "+r.NotApplicable))
+			continue
+		}
 		w.printf("<tr><td class=\"l\">%s</td><td class=\"%s\">%s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%.4f</td>",
 			html.EscapeString(r.Target), r.Verdict, r.Verdict, f.IDs, f.Duplicates, f.MaxWait, f.MaxLead, f.Availability)
 		cells := map[string]harness.Check{}
@@ -102,6 +115,9 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 	}
 	w.printf("</table>\n")
 	for i, r := range sr.Runs {
+		if r.Verdict == harness.NA {
+			continue
+		}
 		open := ""
 		if i == 0 || r.Verdict != harness.Pass {
 			open = " open"
@@ -120,6 +136,16 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 		}
 		for _, d := range r.Duplicates {
 			w.printf("<div>duplicate %s: %s at %s, again %s at %s</div>\n", d.ID, html.EscapeString(d.First), d.FirstAt, html.EscapeString(d.Second), d.SecondAt)
+		}
+		if l := r.Lease; l != nil {
+			w.printf("<div>lease: acquired %d, renewals %d ok / %d failed / %d lost, fenced %d, rebinds %d, refused starts %d, handoff waits %d%s</div>\n",
+				l.Acquisitions, l.RenewOK, l.RenewFailed, l.RenewLost, l.Fenced, l.Rebinds, len(l.Refused), l.HandoffWaits, html.EscapeString(outages(sr, r)))
+			for _, line := range l.Refused {
+				w.printf("<div>refused: %s</div>\n", html.EscapeString(line))
+			}
+			for _, line := range l.Rebound {
+				w.printf("<div>rebound: %s</div>\n", html.EscapeString(line))
+			}
 		}
 		if r.Timeline != nil {
 			timelineSVG(w, sr, r)

@@ -53,12 +53,19 @@ type junitProblem struct {
 // scenario x target x check: a failed check is a <failure>, an unknown one
 // an <error> (CI treats both as red, matching exit codes 1 and 2), an
 // informational one <skipped>. A run that could not complete adds a case
-// "<target>: run" with an <error>.
+// "<target>: run" with an <error>; a target that cannot take the scenario
+// (n/a) is one case "<target>: n/a", <skipped> with the reason.
 func JUnit(w io.Writer, rep *harness.Report) error {
 	out := junitSuites{Name: "snowchaos"}
 	for _, sr := range rep.Scenarios {
 		s := junitSuite{Name: sr.Name, Time: "0"}
 		for _, r := range sr.Runs {
+			if r.Verdict == harness.NA {
+				s.Cases = append(s.Cases, junitCase{Name: r.Target + ": n/a", Classname: "snowchaos." + sr.Name, File: sr.File, Time: "0",
+					Skipped: &junitProblem{Message: "not applicable: " + r.NotApplicable}})
+				s.Skipped++
+				continue
+			}
 			for _, c := range r.Checks {
 				tc := junitCase{
 					Name:      r.Target + ": " + c.Expr,

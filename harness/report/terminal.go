@@ -6,10 +6,12 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/snowchaos/snowchaos/harness"
+	"github.com/snowchaos/snowchaos/harness/scenario"
 )
 
 // Terminal writes the matrix of scenario x target: per scenario a legend
@@ -17,8 +19,12 @@ import (
 // (IDs, duplicates, longest wait, largest lead, availability) and the
 // verdict of each check. A check a target does not have shows "-"; an
 // informational check (an invariant shown for a negative control) shows
-// in parentheses. Failed and unknown checks are listed again at the end
-// with the observed figure and the scenario file and line.
+// in parentheses. A target that cannot take the scenario (opted in to
+// n/a) shows "n/a" and the reason. Runs whose nodes leased worker IDs get
+// a line of lease figures: renewals, fence closures, rebinds, refused
+// starts and, for a store outage, the availability and longest gap in its
+// window. Failed and unknown checks are listed again at the end with the
+// observed figure and the scenario file and line.
 func Terminal(w io.Writer, rep *harness.Report) error {
 	tw := &errWriter{w: w}
 	for _, sr := range rep.Scenarios {
@@ -99,6 +105,14 @@ func terminalScenario(w *errWriter, sr *harness.ScenarioResult) {
 	w.printf("\n")
 	for _, r := range sr.Runs {
 		f := r.Figures
+		if r.Verdict == harness.NA {
+			w.printf("   %-*s  %-7s  %9s  %6s  %9s  %9s  %7s ", nameW, r.Target, r.Verdict, "-", "-", "-", "-", "-")
+			for range cols {
+				w.printf(" %8s", "-")
+			}
+			w.printf("\n   %-*s  n/a: %s\n", nameW, "", r.NotApplicable)
+			continue
+		}
 		w.printf("   %-*s  %-7s  %9d  %6d  %9s  %9s  %7.4f ", nameW, r.Target, r.Verdict, f.IDs, f.Duplicates, f.MaxWait, f.MaxLead, f.Availability)
 		cells := map[string]string{}
 		for _, c := range r.Checks {
@@ -120,6 +134,7 @@ func terminalScenario(w *errWriter, sr *harness.ScenarioResult) {
 			w.printf("   %-*s  error: %s\n", nameW, "", firstLine(r.Error))
 		}
 	}
+	terminalLeases(w, sr, nameW)
 	for _, r := range sr.Runs {
 		for _, f := range r.Faults {
 			if !f.Confirmed {
@@ -128,6 +143,59 @@ func terminalScenario(w *errWriter, sr *harness.ScenarioResult) {
 		}
 	}
 	w.printf("\n")
+}
+
+// maxLeaseLines bounds the refused starts and rebinds listed per run.
+const maxLeaseLines = 6
+
+// terminalLeases writes a line of lease figures per run that leased, and
+// the refused starts and rebinds of the first such run (of later runs
+// only when they differ).
+func terminalLeases(w *errWriter, sr *harness.ScenarioResult, nameW int) {
+	var first *harness.Result
+	for _, r := range sr.Runs {
+		l := r.Lease
+		if l == nil {
+			continue
+		}
+		w.printf("   %-*s  lease: acquired %d, renewals %d ok/%d failed/%d lost, fenced %d, rebinds %d, refused starts %d, handoff waits %d%s\n",
+			nameW, r.Target, l.Acquisitions, l.RenewOK, l.RenewFailed, l.RenewLost, l.Fenced, l.Rebinds, len(l.Refused), l.HandoffWaits, outages(sr, r))
+		if first != nil && slices.Equal(first.Lease.Refused, l.Refused) && slices.Equal(first.Lease.Rebound, l.Rebound) {
+			continue
+		}
+		if first == nil {
+			first = r
+		}
+		for _, list := range []struct {
+			what  string
+			lines []string
+		}{{"refused", l.Refused}, {"rebound", l.Rebound}} {
+			for i, line := range list.lines {
+				if i == maxLeaseLines {
+					w.printf("   %-*s    %s: (and %d more)\n", nameW, "", list.what, len(list.lines)-maxLeaseLines)
+					break
+				}
+				w.printf("   %-*s    %s: %s\n", nameW, "", list.what, line)
+			}
+		}
+	}
+}
+
+// outages returns ", outage <name>: availability A, gap G" for every store
+// outage window of the run.
+func outages(sr *harness.ScenarioResult, r *harness.Result) string {
+	var b strings.Builder
+	for _, f := range sr.Faults {
+		if f.Kind != string(scenario.KindStoreOutage) {
+			continue
+		}
+		for _, win := range r.Windows {
+			if win.Name == f.Name {
+				fmt.Fprintf(&b, "; %s window %s-%s: availability %.4f, longest gap %s", win.Name, win.Start, win.End, win.Availability, win.LongestGap)
+			}
+		}
+	}
+	return b.String()
 }
 
 func firstLine(s string) string {
@@ -173,6 +241,9 @@ func terminalSummary(w *errWriter, rep *harness.Report) {
 	}
 	s := rep.Summary
 	w.printf("%d scenarios, %d runs: %d passed, %d failed, %d unknown", len(rep.Scenarios), s.Runs, s.Passed, s.Failed, s.Unknown)
+	if s.NotApplicable > 0 {
+		w.printf(", %d n/a", s.NotApplicable)
+	}
 	if s.Skipped > 0 {
 		w.printf(", %d skipped", s.Skipped)
 	}

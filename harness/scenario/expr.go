@@ -40,6 +40,13 @@ const (
 	MetricLag Metric = "lag"
 	// MetricWait is how long a request took from its arrival to its answer.
 	MetricWait Metric = "wait"
+	// MetricRefusedStarts counts node starts (first starts, restarts,
+	// clones, handoffs) that the lease refused a worker ID: every one in
+	// the range was held.
+	MetricRefusedStarts Metric = "refused_starts"
+	// MetricRebinds counts the times a node lost its lease, acquired
+	// another one and rebuilt its generator on it.
+	MetricRebinds Metric = "rebinds"
 )
 
 // Unit is the kind of value a metric takes.
@@ -88,6 +95,8 @@ var metrics = []MetricInfo{
 	{MetricLead, UnitDuration, []Stat{StatMax, StatP99, StatP50}, "embedded time ahead of reference time"},
 	{MetricLag, UnitDuration, []Stat{StatMax, StatP99, StatP50}, "embedded time behind reference time"},
 	{MetricWait, UnitDuration, []Stat{StatMax, StatP99, StatP50}, "time from a request's arrival to its answer"},
+	{MetricRefusedStarts, UnitCount, nil, "node starts refused a worker ID by the lease"},
+	{MetricRebinds, UnitCount, nil, "generators rebuilt on a new lease after losing one"},
 }
 
 // aliases map convenience names to a metric and statistic.

@@ -396,6 +396,7 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 	if e, ok := m["expect"]; ok {
 		s.Expect = p.expect(e.val, s)
 	}
+	p.checkStoreOutage(s)
 	hasTargetInvariants := false
 	for _, t := range s.Targets {
 		hasTargetInvariants = hasTargetInvariants || len(t.Invariants) > 0
@@ -406,7 +407,11 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 	return s
 }
 
-var nodeKeys = []string{"name", "worker", "policy", "max_wait", "max_lead", "reserve", "layout", "epoch", "checkpoint", "lease", "clock_offset"}
+var nodeKeys = []string{"name", "worker", "policy", "max_wait", "max_lead", "reserve", "layout", "epoch", "checkpoint", "lease",
+	"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "clock_offset"}
+
+// leaseKeys are the node keys that only mean something with a lease.
+var leaseKeys = []string{"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence"}
 
 func (p *parser) nodes(n *yaml.Node) []Node {
 	items := p.sequence(n, "nodes")
@@ -476,6 +481,35 @@ func (p *parser) nodes(n *yaml.Node) []Node {
 		if e, ok := m["lease"]; ok {
 			nd.Lease = p.lease(e.val, path+".lease")
 		}
+		nd.LeaseTTL = p.leaseTTL(m, path)
+		if e, ok := m["worker_range"]; ok {
+			nd.WorkerRange = p.workerRange(e.val, path+".worker_range", nd.Layout.MaxNode())
+			if r := nd.WorkerRange; r != nil && (nd.Worker < r.Min || nd.Worker > r.Max) {
+				p.errorf(e.val, path+".worker_range", "the node's worker %d (the one it prefers) lies outside its range %s", nd.Worker, r)
+			}
+		}
+		if e, ok := m["handoff_guard"]; ok {
+			if b, ok := p.boolean(e.val, path+".handoff_guard"); ok {
+				nd.NoHandoffGuard = !b
+			}
+		}
+		if e, ok := m["pause_check"]; ok {
+			if b, ok := p.boolean(e.val, path+".pause_check"); ok {
+				nd.NoPauseCheck = !b
+			}
+		}
+		if e, ok := m["fence"]; ok {
+			if b, ok := p.boolean(e.val, path+".fence"); ok {
+				nd.NoFence = !b
+			}
+		}
+		if nd.Lease == LeaseNone {
+			for _, k := range leaseKeys {
+				if e, ok := m[k]; ok {
+					p.errorf(e.key, path+"."+k, "%s needs a lease: add lease: memory to the node", k)
+				}
+			}
+		}
 		if e, ok := m["clock_offset"]; ok {
 			nd.ClockOffset, _ = p.duration(e.val, path+".clock_offset", true)
 		}
@@ -493,6 +527,58 @@ func (p *parser) optDuration(m map[string]entry, key, path string) time.Duration
 	return d
 }
 
+// minLeaseTTL is the shortest lease TTL a scenario may ask for: the
+// Keeper needs room for a renewal every third of it within its margin.
+const minLeaseTTL = 200 * time.Millisecond
+
+func (p *parser) leaseTTL(m map[string]entry, path string) time.Duration {
+	e, ok := m["lease_ttl"]
+	if !ok {
+		return 0
+	}
+	d, ok := p.duration(e.val, path+".lease_ttl", false)
+	if ok && d < minLeaseTTL {
+		p.errorf(e.val, path+".lease_ttl", "%s is shorter than %s: the lease keeper renews every third of it within a safety margin", d, minLeaseTTL)
+		return 0
+	}
+	return d
+}
+
+// workerRange parses "min-max" or [min, max] within [0, maxNode].
+func (p *parser) workerRange(n *yaml.Node, key string, maxNode int64) *WorkerRange {
+	var lo, hi string
+	switch {
+	case n != nil && n.Kind == yaml.SequenceNode && len(n.Content) == 2:
+		a, ok1 := p.scalar(n.Content[0], key+"[0]", "a worker ID")
+		b, ok2 := p.scalar(n.Content[1], key+"[1]", "a worker ID")
+		if !ok1 || !ok2 {
+			return nil
+		}
+		lo, hi = a, b
+	case n != nil && n.Kind == yaml.ScalarNode && n.Tag != "!!null":
+		var ok bool
+		lo, hi, ok = strings.Cut(n.Value, "-")
+		if !ok {
+			p.errorf(n, key, "want a range of worker IDs such as 0-11 or [0, 11], found %q", n.Value)
+			return nil
+		}
+	default:
+		p.errorf(n, key, "want a range of worker IDs such as 0-11 or [0, 11], found %s", describe(n))
+		return nil
+	}
+	a, err1 := strconv.ParseInt(strings.TrimSpace(lo), 10, 64)
+	b, err2 := strconv.ParseInt(strings.TrimSpace(hi), 10, 64)
+	switch {
+	case err1 != nil || err2 != nil:
+		p.errorf(n, key, "want a range of worker IDs such as 0-11 or [0, 11], found %q-%q", lo, hi)
+		return nil
+	case a < 0 || b < a || b > maxNode:
+		p.errorf(n, key, "range %d-%d is not within [0, %d] with min <= max", a, b, maxNode)
+		return nil
+	}
+	return &WorkerRange{Min: a, Max: b}
+}
+
 func (p *parser) lease(n *yaml.Node, key string) string {
 	v, ok := p.scalar(n, key, "memory or none")
 	if !ok {
@@ -506,7 +592,8 @@ func (p *parser) lease(n *yaml.Node, key string) string {
 	return ""
 }
 
-var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint", "invariants"}
+var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint",
+	"lease_ttl", "handoff_guard", "pause_check", "fence", "not_applicable", "invariants"}
 
 func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 	var out []Target
@@ -550,6 +637,33 @@ func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 			if e, ok := m["checkpoint"]; ok {
 				if b, ok := p.boolean(e.val, path+".checkpoint"); ok {
 					t.Checkpoint = &b
+				}
+			}
+			t.LeaseTTL = p.leaseTTL(m, path)
+			if e, ok := m["handoff_guard"]; ok {
+				if b, ok := p.boolean(e.val, path+".handoff_guard"); ok {
+					t.HandoffGuard = &b
+				}
+			}
+			if e, ok := m["pause_check"]; ok {
+				if b, ok := p.boolean(e.val, path+".pause_check"); ok {
+					t.PauseCheck = &b
+				}
+			}
+			if e, ok := m["fence"]; ok {
+				if b, ok := p.boolean(e.val, path+".fence"); ok {
+					t.Fence = &b
+				}
+			}
+			if e, ok := m["not_applicable"]; ok {
+				if v, ok := p.scalar(e.val, path+".not_applicable", "ok or error"); ok {
+					switch strings.ToLower(v) {
+					case "ok", "on", "true", "yes":
+						t.NotApplicable = true
+					case "error", "off", "false", "no":
+					default:
+						p.errorf(e.val, path+".not_applicable", "want ok (report the target n/a when it cannot take the scenario) or error, found %q", v)
+					}
 				}
 			}
 			if e, ok := m["invariants"]; ok {
@@ -715,7 +829,7 @@ func (p *parser) simulation(n *yaml.Node) Simulation {
 	return sim
 }
 
-var faultKeys = []string{"name", "at", "kind", "nodes", "by", "for", "window", "ppm", "keep_checkpoint", "offset_while_down", "behind", "gap", "observe"}
+var faultKeys = []string{"name", "at", "kind", "nodes", "by", "for", "window", "ppm", "keep_checkpoint", "offset_while_down", "behind", "gap", "same_holder", "observe"}
 
 // faultParams lists, per kind, the parameters it takes and which of them
 // it requires.
@@ -728,9 +842,11 @@ var faultParams = map[Kind]struct{ allowed, required []string }{
 	KindDrift:   {[]string{"ppm"}, []string{"ppm"}},
 	KindPause:   {[]string{"for"}, []string{"for"}},
 	KindRestart: {[]string{"for", "keep_checkpoint", "offset_while_down"}, nil},
-	KindClone:   {[]string{"for"}, nil},
+	KindClone:   {[]string{"for", "same_holder"}, nil},
 	KindHandoff: {[]string{"behind", "gap"}, nil},
 	KindRevert:  {nil, nil},
+	// Without nodes the whole store is down; with nodes, only their hosts lose it.
+	KindStoreOutage: {[]string{"for"}, []string{"for"}},
 }
 
 func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
@@ -791,8 +907,8 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 		}
 		if e, ok := m["for"]; ok {
 			f.For, _ = p.duration(e.val, path+".for", false)
-			if f.For == 0 && f.Kind == KindPause {
-				p.errorf(e.val, path+".for", "a pause must last a positive time")
+			if f.For == 0 && (f.Kind == KindPause || f.Kind == KindStoreOutage) {
+				p.errorf(e.val, path+".for", "a %s must last a positive time", f.Kind)
 			}
 		}
 		if e, ok := m["window"]; ok {
@@ -815,6 +931,9 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 		if e, ok := m["keep_checkpoint"]; ok {
 			f.KeepCheckpoint, _ = p.boolean(e.val, path+".keep_checkpoint")
 		}
+		if e, ok := m["same_holder"]; ok {
+			f.SameHolder, _ = p.boolean(e.val, path+".same_holder")
+		}
 		if e, ok := m["offset_while_down"]; ok {
 			f.OffsetWhileDown, _ = p.duration(e.val, path+".offset_while_down", true)
 		}
@@ -829,6 +948,7 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 		}
 		// Nodes.
 		if e, ok := m["nodes"]; ok {
+			f.Partition = f.Kind == KindStoreOutage
 			f.Nodes, f.All = p.faultNodes(e.val, path+".nodes", s)
 		} else {
 			f.All = true
@@ -862,7 +982,7 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 			} else {
 				var span time.Duration
 				switch f.Kind {
-				case KindFreeze, KindPause, KindRestart, KindClone:
+				case KindFreeze, KindPause, KindRestart, KindClone, KindStoreOutage:
 					span = f.For
 				case KindSmear:
 					span = f.Window
@@ -881,6 +1001,26 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 		out = append(out, f)
 	}
 	return out
+}
+
+// checkStoreOutage reports a store outage in a scenario where nothing
+// leases: it would cut off nobody.
+func (p *parser) checkStoreOutage(s *Scenario) {
+	leases := false
+	for _, n := range s.Nodes {
+		leases = leases || n.Lease == LeaseMemory
+	}
+	for _, t := range s.Targets {
+		leases = leases || t.Lease == LeaseMemory
+	}
+	if leases {
+		return
+	}
+	for i, f := range s.Faults {
+		if f.Kind == KindStoreOutage {
+			p.errorf(&yaml.Node{Line: f.Line}, fmt.Sprintf("faults[%d]", i), "a store_outage needs a node with lease: memory (nothing leases, so nothing would be cut off)")
+		}
+	}
 }
 
 func (p *parser) faultNodes(n *yaml.Node, key string, s *Scenario) ([]string, bool) {

@@ -108,6 +108,17 @@ invariants: ["duplicates == 0"]
 		{"empty", "", `1: empty file`},
 		{"no name", strings.Replace(base, "name: x\n", "", 1), `name: missing`},
 		{"scalar root", "hello", `want a mapping`},
+		{"lease knob without lease", strings.Replace(base, "worker: 1}", "worker: 1, lease_ttl: 2s}", 1), `3: nodes[0].lease_ttl: lease_ttl needs a lease: add lease: memory to the node`},
+		{"short ttl", strings.Replace(base, "worker: 1}", "worker: 1, lease: memory, lease_ttl: 100ms}", 1), `3: nodes[0].lease_ttl: 100ms is shorter than 200ms`},
+		{"worker range syntax", strings.Replace(base, "worker: 1}", "worker: 1, lease: memory, worker_range: 12}", 1), `3: nodes[0].worker_range: want a range of worker IDs such as 0-11`},
+		{"worker range bounds", strings.Replace(base, "worker: 1}", "worker: 1, lease: memory, worker_range: 0-1024}", 1), `3: nodes[0].worker_range: range 0-1024 is not within [0, 1023]`},
+		{"worker outside range", strings.Replace(base, "worker: 1}", "worker: 1, lease: memory, worker_range: [4, 11]}", 1), `3: nodes[0].worker_range: the node's worker 1 (the one it prefers) lies outside its range 4-11`},
+		{"handoff guard value", strings.Replace(base, "worker: 1}", "worker: 1, lease: memory, handoff_guard: maybe}", 1), `3: nodes[0].handoff_guard: want on or off`},
+		{"store outage no for", strings.Replace(base, "worker: 1}", "worker: 1, lease: memory}", 1) + "faults: [{at: 1s, kind: store_outage}]\n", `6: faults[0].for: missing: a store_outage fault needs for`},
+		{"store outage no lease", base + "faults: [{at: 1s, kind: store_outage, for: 1s}]\n", `6: faults[0]: a store_outage needs a node with lease: memory`},
+		{"same holder on step", base + "faults: [{at: 1s, kind: step, by: 1ms, same_holder: on}]\n", `6: faults[0].same_holder: a step fault takes only by`},
+		{"not applicable value", base + "targets: [{name: wait, not_applicable: sure}]\n", `6: targets[0].not_applicable: want ok`},
+		{"refused starts during", strings.Replace(base, `"duplicates == 0"`, `"refused_starts == 0 during x"`, 1), `refused_starts is counted over the whole run`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -235,5 +246,53 @@ func TestParseTestdata(t *testing.T) {
 		if len(want) > 0 && !strings.Contains(err.Error(), strings.TrimSpace(string(want))) {
 			t.Errorf("%s: %v\nwant %s", f, err, want)
 		}
+	}
+}
+
+// TestParseLeaseKnobs: the lease settings of nodes, targets and faults.
+func TestParseLeaseKnobs(t *testing.T) {
+	s, err := Parse("lease.yaml", []byte(`name: lease
+duration: 10s
+nodes:
+  - {name: a, worker: 3, lease: memory, lease_ttl: 2s, worker_range: 0-11, handoff_guard: off, pause_check: off, fence: off}
+  - {name: b, worker: 4, lease: memory, worker_range: [4, 4]}
+load: {rate: 100/s}
+faults:
+  - {name: down, at: 1s, kind: store_outage, for: 2s}
+  - {name: cut, at: 4s, kind: store_outage, for: 1s, nodes: [a]}
+  - {at: 6s, kind: clone, same_holder: on, nodes: [b]}
+invariants: ["duplicates == 0", "refused_starts == 0", "rebinds >= 1", "availability < 1 during down"]
+targets:
+  - wait
+  - {name: x, use: wait, lease_ttl: 3s, handoff_guard: on, pause_check: on, fence: on, not_applicable: ok}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := s.Nodes[0], s.Nodes[1]
+	if a.LeaseTTL != 2*time.Second || a.WorkerRange == nil || *a.WorkerRange != (WorkerRange{0, 11}) || !a.NoHandoffGuard || !a.NoPauseCheck || !a.NoFence {
+		t.Fatalf("node a: %+v", a)
+	}
+	if b.LeaseTTL != 0 || *b.WorkerRange != (WorkerRange{4, 4}) || b.NoHandoffGuard || b.NoPauseCheck || b.NoFence || b.WorkerRange.Len() != 1 {
+		t.Fatalf("node b: %+v", b)
+	}
+	if f := s.Faults[0]; f.Kind != KindStoreOutage || f.Partition || !f.All || f.Span(0) != 2*time.Second || f.Kind.ClockFault() {
+		t.Fatalf("outage: %+v", f)
+	}
+	if f := s.Faults[1]; !f.Partition || len(f.Nodes) != 1 || f.Nodes[0] != "a" {
+		t.Fatalf("partition: %+v", f)
+	}
+	if f := s.Faults[2]; !f.SameHolder {
+		t.Fatalf("clone: %+v", f)
+	}
+	x := s.Targets[1]
+	if !x.NotApplicable || s.Targets[0].NotApplicable || x.LeaseTTL != 3*time.Second {
+		t.Fatalf("targets: %+v", s.Targets)
+	}
+	if n := x.Apply(a); n.LeaseTTL != 3*time.Second || n.NoHandoffGuard || n.NoPauseCheck || n.NoFence {
+		t.Fatalf("applied: %+v", n)
+	}
+	if s.Invariants[1].Metric != MetricRefusedStarts || s.Invariants[2].Metric != MetricRebinds {
+		t.Fatalf("invariants: %+v", s.Invariants)
 	}
 }

@@ -102,12 +102,41 @@ type Node struct {
 	Checkpoint bool
 	// Lease is the worker-ID lease backend: "none" or "memory".
 	Lease string
+	// LeaseTTL is the lease's duration; zero means the lease package's
+	// default (10s).
+	LeaseTTL time.Duration
+	// WorkerRange, when set, is the range of worker IDs the node may lease
+	// from; nil means the layout's whole node field.
+	WorkerRange *WorkerRange
+	// NoHandoffGuard disables the lease's handoff guard (the node starts at
+	// once whatever the worker ID's previous holder issued): only for
+	// negative controls.
+	NoHandoffGuard bool
+	// NoPauseCheck disables the lease keeper's pause check (re-validating
+	// the lease after the wall clock jumps ahead of the monotonic clock):
+	// only for negative controls.
+	NoPauseCheck bool
+	// NoFence builds the generator without the lease's fence: the node
+	// takes a lease and renews it but issues whether it holds it or not
+	// (a negative control).
+	NoFence bool
 	// ClockOffset is the node's clock error at the start (wall minus true
 	// time).
 	ClockOffset time.Duration
 	// Line is the node's line.
 	Line int
 }
+
+// WorkerRange is an inclusive range of worker IDs.
+type WorkerRange struct {
+	Min, Max int64
+}
+
+// Len is the number of worker IDs in r.
+func (r WorkerRange) Len() int64 { return r.Max - r.Min + 1 }
+
+// String returns "min-max".
+func (r WorkerRange) String() string { return fmt.Sprintf("%d-%d", r.Min, r.Max) }
 
 // Lease backends a node may name.
 const (
@@ -131,6 +160,17 @@ type Target struct {
 	Lease string
 	// Checkpoint, when non-nil, replaces every node's checkpoint setting.
 	Checkpoint *bool
+	// LeaseTTL replaces the nodes' lease TTL when non-zero.
+	LeaseTTL time.Duration
+	// HandoffGuard, PauseCheck and Fence, when non-nil, switch the lease's
+	// handoff guard, pause check and fence on every node (off: a negative
+	// control).
+	HandoffGuard, PauseCheck, Fence *bool
+	// NotApplicable opts the target in to the "n/a" outcome: when its
+	// capabilities do not cover the scenario (a fault kind, a lease, a
+	// checkpoint, simulated time) its row is reported as not applicable,
+	// with the reason, instead of the scenario being rejected.
+	NotApplicable bool
 	// Invariants are thresholds for this target only (the cost its policy
 	// should have): they add to the scenario's invariants and replace
 	// those on the same subject.
@@ -158,6 +198,18 @@ func (t Target) Apply(n Node) Node {
 	}
 	if t.Checkpoint != nil {
 		n.Checkpoint = *t.Checkpoint
+	}
+	if t.LeaseTTL != 0 {
+		n.LeaseTTL = t.LeaseTTL
+	}
+	if t.HandoffGuard != nil {
+		n.NoHandoffGuard = !*t.HandoffGuard
+	}
+	if t.PauseCheck != nil {
+		n.NoPauseCheck = !*t.PauseCheck
+	}
+	if t.Fence != nil {
+		n.NoFence = !*t.Fence
 	}
 	return n
 }
@@ -237,12 +289,16 @@ const (
 	KindClone   Kind = "clone"   // a second node with the same worker ID starts
 	KindHandoff Kind = "handoff" // the worker ID moves to a host whose clock is behind
 	KindRevert  Kind = "revert"  // every clock fault removed
+	// KindStoreOutage makes the run's lease store unreachable for `for`:
+	// for every node (the store is down) or, when the fault names nodes,
+	// for those nodes' hosts only (a network partition).
+	KindStoreOutage Kind = "store_outage"
 )
 
 // Kinds lists every fault kind.
 func Kinds() []Kind {
 	return []Kind{KindStep, KindFreeze, KindLeap, KindSmear, KindSlew, KindDrift,
-		KindPause, KindRestart, KindClone, KindHandoff, KindRevert}
+		KindPause, KindRestart, KindClone, KindHandoff, KindRevert, KindStoreOutage}
 }
 
 // ClockFault reports whether the kind acts on a node's clock (so the
@@ -273,8 +329,8 @@ type Fault struct {
 	All bool
 	// By is the clock change for step, smear and slew.
 	By time.Duration
-	// For is the length of a freeze or pause, a restart's down time, or a
-	// clone's lifetime (zero: until the end).
+	// For is the length of a freeze or pause, a restart's down time, a
+	// clone's lifetime (zero: until the end), or a store outage.
 	For time.Duration
 	// Window is a smear's length.
 	Window time.Duration
@@ -282,6 +338,13 @@ type Fault struct {
 	PPM float64
 	// KeepCheckpoint is true unless a restart says keep_checkpoint: false.
 	KeepCheckpoint bool
+	// SameHolder makes a clone claim its lease with the original's holder
+	// identity (a copy with the same host or pod name) instead of its own.
+	SameHolder bool
+	// Partition is true for a store outage that names its nodes: only
+	// their hosts lose the store, everyone else (clones and handoffs
+	// started meanwhile included) still reaches it.
+	Partition bool
 	// OffsetWhileDown steps the node's clock while a restart has it down.
 	OffsetWhileDown time.Duration
 	// Behind is how far the handoff host's clock is behind true time.
@@ -330,6 +393,8 @@ func (f Fault) Span(remaining time.Duration) time.Duration {
 		if f.For == 0 {
 			return remaining
 		}
+		return f.For
+	case KindStoreOutage:
 		return f.For
 	case KindHandoff:
 		d := f.Gap

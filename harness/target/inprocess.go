@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snowchaos/snowchaos/faults"
@@ -29,13 +30,22 @@ func init() {
 // checkpoint and lease when Reference is empty, else the named known-bad
 // reference generator (which ignores checkpoint, lease and policy: that is
 // its bug). Every fault kind is supported.
+//
+// A leasing node keeps its lease through Maintain (Keeper.Tick, never a
+// goroutine of its own), and when the Keeper loses the lease and acquires
+// another, Maintain closes the generator, calls Keeper.Rebind and builds a
+// new generator on the new worker ID.
 type InProcess struct {
 	// Reference names a reference generator ("bad-no-rewind-check"); empty
 	// runs the generator package.
 	Reference string
 }
 
-var _ Target = (*InProcess)(nil)
+var (
+	_ Target        = (*InProcess)(nil)
+	_ LeaseNode     = (*procNode)(nil)
+	_ GeneratorNode = (*procNode)(nil)
+)
 
 // Info implements Target.
 func (t *InProcess) Info() Info {
@@ -80,12 +90,17 @@ type procNode struct {
 	clock *faults.Clock
 	disk  disk
 
+	rebindDue atomic.Bool // the keeper acquired a lease the generator is not bound to
+
 	mu struct {
 		sync.RWMutex
 		gen         issuer
+		settings    generator.Settings // of gen, for a rebuild
 		keeper      *lease.Keeper
 		worker      int64
-		pausedUntil int64 // base mono ns; 0: not paused
+		pausedUntil int64      // base mono ns; 0: not paused
+		leases      LeaseStats // of the keepers stopped so far
+		rebinds     uint64     // of the current keeper
 	}
 }
 
@@ -165,23 +180,40 @@ func (n *procNode) Start(ctx context.Context) error {
 		if n.env.Leases == nil {
 			return fmt.Errorf("%w: node %s leases from memory but the run has no registry", ErrUnsupported, n.spec.Name)
 		}
+		cfg := lease.KeeperConfig{
+			Registry:            n.env.Leases,
+			Holder:              n.spec.Host,
+			Range:               lease.NodeRange(n.spec.Layout.NodeBits),
+			Prefer:              []int64{n.spec.Worker},
+			TTL:                 n.spec.LeaseTTL,
+			Clock:               n.clock,
+			DisableHandoffGuard: n.spec.NoHandoffGuard,
+			OnChange: func(ev lease.Event) {
+				if ev.Rebind {
+					n.rebindDue.Store(true)
+				}
+			},
+		}
+		if r := n.spec.WorkerRange; r != nil {
+			cfg.Range = *r
+		}
+		if n.spec.NoPauseCheck {
+			cfg.PauseThreshold = time.Duration(math.MaxInt64)
+		}
 		var err error
-		k, err = lease.NewKeeper(lease.KeeperConfig{
-			Registry: n.env.Leases,
-			Holder:   n.spec.Host,
-			Range:    lease.NodeRange(n.spec.Layout.NodeBits),
-			Prefer:   []int64{n.spec.Worker},
-			TTL:      n.spec.LeaseTTL,
-			Clock:    n.clock,
-		})
+		k, err = lease.NewKeeper(cfg)
 		if err != nil {
 			return err
 		}
 		l, err := k.Acquire(ctx)
 		if err != nil {
+			n.mu.leases = n.mu.leases.Add(keeperStats(k))
 			return fmt.Errorf("node %s: %w", n.spec.Name, err)
 		}
 		s.Node, s.Fence, s.Clock = l.WorkerID, k, k.Clock()
+		if n.spec.NoFence {
+			s.Fence = nil
+		}
 		if s.Checkpoint != nil {
 			s.Checkpoint = both{s.Checkpoint, k}
 		} else {
@@ -192,11 +224,36 @@ func (n *procNode) Start(ctx context.Context) error {
 	if err != nil {
 		if k != nil {
 			_ = k.Release(ctx)
+			n.mu.leases = n.mu.leases.Add(keeperStats(k))
 		}
 		return err
 	}
-	n.mu.gen, n.mu.keeper, n.mu.worker = g, k, s.Node
+	n.rebindDue.Store(false)
+	n.mu.gen, n.mu.settings, n.mu.keeper, n.mu.worker, n.mu.rebinds = g, s, k, s.Node, 0
 	return nil
+}
+
+// keeperStats converts a Keeper's counters.
+func keeperStats(k *lease.Keeper) LeaseStats {
+	st := k.Stats()
+	return LeaseStats{
+		Acquisitions: st.Acquisitions, AcquireErrors: st.AcquireErrs,
+		RenewOK: st.RenewOK, RenewFailed: st.RenewFailed, RenewLost: st.RenewLost,
+		Fenced: st.Fenced, ClockJumps: st.ClockJumps, HandoffWaits: st.HandoffWaits,
+	}
+}
+
+// LeaseStats implements LeaseNode.
+func (n *procNode) LeaseStats() LeaseStats {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	st := n.mu.leases
+	if k := n.mu.keeper; k != nil {
+		cur := keeperStats(k)
+		cur.Rebinds = n.mu.rebinds
+		st = st.Add(cur)
+	}
+	return st
 }
 
 // Issue implements Node. During a VM pause the call waits, on the host's
@@ -219,8 +276,8 @@ func (n *procNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 // Stop implements Node.
 func (n *procNode) Stop(ctx context.Context, o StopOptions) error {
 	n.mu.Lock()
-	g, k := n.mu.gen, n.mu.keeper
-	n.mu.gen, n.mu.keeper, n.mu.worker = nil, nil, -1
+	g, k, rebinds := n.mu.gen, n.mu.keeper, n.mu.rebinds
+	n.mu.gen, n.mu.keeper, n.mu.worker, n.mu.rebinds = nil, nil, -1, 0
 	n.mu.Unlock()
 	var err error
 	if o.Graceful && g != nil {
@@ -231,6 +288,13 @@ func (n *procNode) Stop(ctx context.Context, o StopOptions) error {
 			}
 		}
 	}
+	if k != nil {
+		st := keeperStats(k)
+		st.Rebinds = rebinds
+		n.mu.Lock()
+		n.mu.leases = n.mu.leases.Add(st)
+		n.mu.Unlock()
+	}
 	if o.Wipe {
 		n.disk.wipe()
 	}
@@ -240,15 +304,52 @@ func (n *procNode) Stop(ctx context.Context, o StopOptions) error {
 // Clock implements Node.
 func (n *procNode) Clock() ClockControl { return procClock{n} }
 
-// Maintain implements Node: it renews the lease on the node's clock.
+// Maintain implements Node: it does the lease keeper's due work on the
+// node's clock (Keeper.Tick) and, when the keeper acquired a new lease
+// after losing its old one, rebuilds the generator on it. A paused node
+// does nothing until its pause ends, as a paused VM runs no goroutine.
 func (n *procNode) Maintain(ctx context.Context) time.Duration {
 	n.mu.RLock()
-	k := n.mu.keeper
+	k, until := n.mu.keeper, n.mu.pausedUntil
 	n.mu.RUnlock()
 	if k == nil {
 		return -1
 	}
-	return k.Tick(ctx)
+	if until > 0 {
+		if _, mono := n.env.Base.Now(); mono < until {
+			return time.Duration(until - mono)
+		}
+	}
+	d := k.Tick(ctx)
+	if n.rebindDue.Swap(false) {
+		n.rebind(k)
+	}
+	return d
+}
+
+// rebind closes the generator bound to the lost lease, binds the keeper to
+// its new one and builds a generator with the new worker ID. While that
+// fails (the new lease was lost again at once) the node keeps refusing:
+// the keeper's next acquisition asks for another rebind.
+func (n *procNode) rebind(k *lease.Keeper) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.keeper != k || n.mu.gen == nil {
+		return
+	}
+	_ = n.mu.gen.Close() // its final mark cannot reach the lost lease: Save is fenced
+	l, err := k.Rebind()
+	if err != nil {
+		return
+	}
+	s := n.mu.settings
+	s.Node = l.WorkerID
+	g, err := generator.New(s)
+	if err != nil {
+		return
+	}
+	n.mu.gen, n.mu.settings, n.mu.worker = g, s, l.WorkerID
+	n.mu.rebinds++
 }
 
 // Worker implements Node.

@@ -101,7 +101,8 @@ type NodeSpec struct {
 	// Name is the node's name in the scenario; a clone is "<name>-clone".
 	Name string
 	// Host identifies the host the node runs on; it is the lease holder.
-	// Restarts keep it; clones and handoffs get a new one.
+	// Restarts keep it; clones and handoffs get a new one (a clone with
+	// the original's identity keeps it).
 	Host string
 	// Worker is the worker ID, or with a lease the preferred one.
 	Worker int64
@@ -118,15 +119,32 @@ type NodeSpec struct {
 	ClockOffset time.Duration
 	// LeaseTTL is the lease duration; zero means lease.DefaultTTL.
 	LeaseTTL time.Duration
+	// WorkerRange is the range of worker IDs to lease from; nil means the
+	// layout's whole node field.
+	WorkerRange *lease.Range
+	// NoHandoffGuard starts a new holder at once whatever the previous
+	// holder of its worker ID issued (a negative control).
+	NoHandoffGuard bool
+	// NoPauseCheck lets the node issue after a VM pause without first
+	// re-validating its lease (a negative control).
+	NoPauseCheck bool
+	// NoFence lets the node issue whether it holds its lease or not (a
+	// negative control).
+	NoFence bool
 }
 
 // SpecOf returns the NodeSpec of a scenario node.
 func SpecOf(n scenario.Node) NodeSpec {
-	return NodeSpec{
+	spec := NodeSpec{
 		Name: n.Name, Host: n.Name, Worker: n.Worker, Layout: n.Layout,
 		Policy: n.Policy, MaxWait: n.MaxWait, MaxLead: n.MaxLead, Reserve: n.Reserve,
 		Checkpoint: n.Checkpoint, Lease: n.Lease, ClockOffset: n.ClockOffset,
+		LeaseTTL: n.LeaseTTL, NoHandoffGuard: n.NoHandoffGuard, NoPauseCheck: n.NoPauseCheck, NoFence: n.NoFence,
 	}
+	if r := n.WorkerRange; r != nil {
+		spec.WorkerRange = &lease.Range{Min: r.Min, Max: r.Max}
+	}
+	return spec
 }
 
 // Env is what the harness gives a node's host.
@@ -173,6 +191,50 @@ type Node interface {
 type GeneratorNode interface {
 	// Generator returns the running generator, or nil while stopped.
 	Generator() *generator.Generator
+}
+
+// LeaseNode is implemented by nodes that hold a worker-ID lease; the
+// harness reads it for the report and to follow rebinds.
+type LeaseNode interface {
+	// LeaseStats returns the node's lease counters, summed over every
+	// lease keeper the node ran (restarts included).
+	LeaseStats() LeaseStats
+}
+
+// LeaseStats are a node's lease counters.
+type LeaseStats struct {
+	// Acquisitions and AcquireErrors count lease acquisitions and failed
+	// attempts (first starts, restarts, re-acquisitions after a loss).
+	Acquisitions, AcquireErrors uint64
+	// RenewOK, RenewFailed and RenewLost count renewals by result.
+	RenewOK, RenewFailed, RenewLost uint64
+	// Fenced counts early fence closures (renewals failing, the lease
+	// lost, a clock jump); ClockJumps the suspected pauses among them.
+	Fenced, ClockJumps uint64
+	// HandoffWaits counts generator starts that had to wait for a previous
+	// holder's last issued time.
+	HandoffWaits uint64
+	// Rebinds counts generators rebuilt on a new lease after the node lost
+	// its previous one.
+	Rebinds uint64
+}
+
+// Add returns the sum of s and o.
+func (s LeaseStats) Add(o LeaseStats) LeaseStats {
+	return LeaseStats{
+		Acquisitions: s.Acquisitions + o.Acquisitions, AcquireErrors: s.AcquireErrors + o.AcquireErrors,
+		RenewOK: s.RenewOK + o.RenewOK, RenewFailed: s.RenewFailed + o.RenewFailed, RenewLost: s.RenewLost + o.RenewLost,
+		Fenced: s.Fenced + o.Fenced, ClockJumps: s.ClockJumps + o.ClockJumps,
+		HandoffWaits: s.HandoffWaits + o.HandoffWaits, Rebinds: s.Rebinds + o.Rebinds,
+	}
+}
+
+// FaultExplainer is implemented by targets that can say why a fault cannot
+// reach their nodes; the harness puts the reason on a not-applicable row.
+type FaultExplainer interface {
+	// NotApplicable returns why f cannot reach the target's nodes, or ""
+	// when it can.
+	NotApplicable(f scenario.Fault) string
 }
 
 // StopOptions says how a node stops.

@@ -183,3 +183,80 @@ func TestClockFaults(t *testing.T) {
 		t.Fatalf("drift: %v", off)
 	}
 }
+
+// TestLeaseRebind: a node whose lease expired during a store outage and
+// whose worker ID another holder took meanwhile rebuilds its generator on
+// the worker ID the lease gives it next, in Maintain; a node without the
+// fence issues through the outage.
+func TestLeaseRebind(t *testing.T) {
+	ctx := context.Background()
+	v := faults.NewVirtual(start, true)
+	reg := lease.NewMemory(v)
+	tg, _ := target.Lookup(target.InProcessName)
+	s := spec("a")
+	s.Lease, s.LeaseTTL, s.WorkerRange = scenario.LeaseMemory, 2*time.Second, &lease.Range{Min: 1, Max: 2}
+	n, err := tg.Start(ctx, s, target.Env{Base: v, Leases: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	us := s
+	us.Name, us.Host, us.NoFence = "u", "u", true
+	u, err := tg.Start(ctx, us, target.Env{Base: v, Leases: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Worker() != 1 || u.Worker() != 2 {
+		t.Fatalf("workers %d and %d, want 1 and 2", n.Worker(), u.Worker())
+	}
+	before := issue(t, n, 3)
+	reg.SetAvailable(false)
+	for range 40 { // 4s of 100ms steps: renewals fail, the leases expire
+		v.Advance(100 * time.Millisecond)
+		n.Maintain(ctx)
+		u.Maintain(ctx)
+	}
+	if _, err := n.Issue(ctx, make([]generator.ID, 1)); !errors.Is(err, generator.ErrFenced) {
+		t.Fatalf("issued with an expired lease: %v", err)
+	}
+	issue(t, u, 1) // no fence: a negative control
+	reg.SetAvailable(true)
+	if _, err := reg.Acquire(ctx, lease.Request{Holder: "thief", Range: lease.Range{Min: 1, Max: 1}, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Acquire(ctx, lease.Request{Holder: "thief2", Range: lease.Range{Min: 2, Max: 2}, TTL: time.Millisecond}); err != nil {
+		t.Fatal(err) // u's expired worker 2, held for a millisecond only
+	}
+	v.Advance(time.Millisecond)
+	for range 5 {
+		v.Advance(200 * time.Millisecond)
+		n.Maintain(ctx)
+	}
+	if n.Worker() != 2 {
+		t.Fatalf("after the rebind the node issues with worker %d, want 2", n.Worker())
+	}
+	after := issue(t, n, 1)
+	if p := generator.DefaultLayout().Decode(after[0]); p.Node != 2 || after[0] <= before[2] {
+		t.Fatalf("after the rebind issued %d (node %d)", after[0], p.Node)
+	}
+	ln := n.(target.LeaseNode)
+	if st := ln.LeaseStats(); st.Rebinds != 1 || st.RenewLost != 1 || st.Acquisitions != 2 || st.RenewFailed == 0 {
+		t.Fatalf("lease stats %+v", st)
+	}
+	if err := n.Stop(ctx, target.StopOptions{Graceful: true}); err != nil {
+		t.Fatal(err)
+	}
+	if st := ln.LeaseStats(); st.Rebinds != 1 || st.Acquisitions != 2 {
+		t.Fatalf("lease stats after stop %+v", st)
+	}
+	// Fill the range (thief holds 1; thief3 takes 2, which a released): a
+	// new node is refused.
+	if _, err := reg.Acquire(ctx, lease.Request{Holder: "thief3", Range: lease.Range{Min: 1, Max: 2}, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	ws := s
+	ws.Name, ws.Host = "w", "w"
+	if _, err := tg.Start(ctx, ws, target.Env{Base: v, Leases: reg}); !errors.Is(err, lease.ErrAllTaken) {
+		t.Fatalf("start in a full range: %v, want ErrAllTaken", err)
+	}
+}
