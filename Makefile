@@ -6,13 +6,17 @@ PKGS      ?= ./...
 TESTFLAGS ?= -race -count=1 -timeout 25m
 BIN       := bin/snowchaos
 
-.PHONY: all run test test-short bench bench-peers lint build fmt vet clean dashboards up down chaos
+.PHONY: all run run-http test test-short bench bench-peers lint build fmt vet clean dashboards up down chaos
 
 all: lint test
 
 ## run: the main job: the scenario suite in simulated mode, printing the matrix
 run:
 	$(GO) run ./cmd/snowchaos run
+
+## run-http: the real-mode HTTP scenarios: snowchaos serve child processes on loopback, kill -9 restarts, clones
+run-http:
+	$(GO) run ./cmd/snowchaos run scenarios/http
 
 ## test: every test, race detector on (CI=true turns missing services into failures)
 test:
@@ -25,7 +29,7 @@ test-short:
 
 ## bench: benchmarks against the layout's physical limit (244 ns/ID for 41/10/12)
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s -cpu 1,2 ./generator/ ./verify/ ./telemetry/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s -cpu 1,2 ./generator/ ./verify/ ./telemetry/ ./loadgen/ ./verify/pgoracle/
 
 ## lint: gofmt, go vet
 lint:
