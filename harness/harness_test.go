@@ -588,3 +588,43 @@ targets: [{name: w, use: wait, handoff_guard: off}]
 		}
 	}
 }
+
+// TestStartDuringOutage: nodes that start while the lease store is down (a
+// restart, a clone, a handoff) wait for it, down, and start once it is
+// back; nothing waits inside the simulation.
+func TestStartDuringOutage(t *testing.T) {
+	s, err := scenario.Parse("down.yaml", []byte(`name: down
+duration: 3s
+nodes:
+  - {name: a, worker: 1, lease: memory, lease_ttl: 1s}
+  - {name: b, worker: 2, lease: memory, lease_ttl: 1s}
+  - {name: c, worker: 3, lease: memory, lease_ttl: 1s}
+load: {per: node, rate: 1000/s}
+faults:
+  - {name: outage, at: 300ms, kind: store_outage, for: 1s}
+  - {at: 500ms, kind: restart, nodes: [a]}
+  - {at: 600ms, kind: clone, nodes: [b]}
+  - {at: 700ms, kind: handoff, nodes: [c]}
+invariants: ["duplicates == 0", "restart_violations == 0", "availability < 1 during outage"]
+targets: [wait]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, []*scenario.Scenario{s}, harness.Options{})
+	r := rep.Scenarios[0].Runs[0]
+	var b bytes.Buffer
+	report.Terminal(&b, rep)
+	if r.Verdict != harness.Pass || r.Error != "" {
+		t.Fatalf("%s", b.String())
+	}
+	late := map[string]bool{}
+	for _, n := range r.Nodes {
+		if n.IDs > 0 && n.Incarnation > 0 || n.Name == "b-clone" && n.IDs > 0 {
+			late[n.Name] = true
+		}
+	}
+	if !late["a"] || !late["b-clone"] || !late["c"] {
+		t.Fatalf("nodes that started during the outage never issued: %+v\n%s", r.Nodes, b.String())
+	}
+}

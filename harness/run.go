@@ -78,6 +78,7 @@ type slot struct {
 	incarnation int
 	issuer      verify.IssuerID
 	worker      int64         // the worker the issuer was registered with
+	pending     bool          // the issuer was registered by a start that failed
 	rebinds     uint64        // the node's LeaseStats.Rebinds last seen
 	poked       time.Duration // simulated: when a deferred poke is due (see sim.poke)
 	gen         int           // lifecycle generation: stale events are dropped
@@ -373,6 +374,12 @@ func (r *run) afterStart(sl *slot, err error) {
 			sl.downReason = "refused a worker ID: " + err.Error()
 		}
 	}
+	if err == nil && sl.pending && worker != sl.worker {
+		// A start that failed registered this incarnation with the
+		// worker it asked for; the lease gave another: a new issuer.
+		sl.incarnation++
+	}
+	sl.pending = err != nil
 	sl.worker = worker
 	r.mu.Lock()
 	sl.issuer = r.mu.v.Register(verify.IssuerSpec{Name: sl.name, Incarnation: sl.incarnation, Worker: worker, Layout: sl.spec.Layout})

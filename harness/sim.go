@@ -47,6 +47,7 @@ const (
 	evWindowEnd
 	evStoreBack
 	evPoke
+	evRetryStart
 	evArrival
 )
 
@@ -189,6 +190,10 @@ func (s *sim) setup(res *Result, mkHost func(time.Duration) *host, leaseClock ge
 			if errors.Is(err, lease.ErrAllTaken) {
 				continue // refused a worker ID: down, and counted
 			}
+			if errors.Is(err, lease.ErrUnavailable) {
+				s.retryLater(sl)
+				continue
+			}
 			res.Error = fmt.Sprintf("node %s failed to start: %v", sl.name, err)
 			r.finish(res, 0)
 			return false
@@ -240,6 +245,37 @@ func (s *sim) handle(e event) {
 			advance(sl.host, s.t)
 			s.poke(sl)
 		}
+	case evRetryStart:
+		s.retryStart(e)
+	}
+}
+
+// retryLater has a node whose start could not reach the lease store try
+// again after its lease retry interval (a tenth of the TTL), as a node
+// waiting for its lease does; it stays down meanwhile.
+func (s *sim) retryLater(sl *slot) {
+	ttl := sl.spec.LeaseTTL
+	if ttl <= 0 {
+		ttl = lease.DefaultTTL
+	}
+	sl.downReason = "waiting for the lease store: " + sl.downReason
+	s.push(s.t+ttl/10, evRetryStart, sl.idx, sl.gen)
+}
+
+// retryStart starts a node again whose start could not reach the lease
+// store (the same incarnation, which issued nothing yet).
+func (s *sim) retryStart(e event) {
+	sl := s.mu.slots[e.a]
+	if sl.up || !sl.alive || sl.gen != e.b {
+		return
+	}
+	advance(sl.host, s.t)
+	err := s.restartSlot(sl)
+	switch {
+	case err == nil:
+		s.maintain(sl)
+	case errors.Is(err, lease.ErrUnavailable):
+		s.retryLater(sl)
 	}
 }
 
@@ -363,7 +399,7 @@ func (s *sim) fault(fi int) {
 			sl := s.slot(name)
 			advance(sl.host, s.t)
 			if err := s.stopSlot(sl, target.StopOptions{Wipe: !f.KeepCheckpoint}, "restarting"); err != nil {
-				s.unconfirmed(fi, sl.name+": stop failed: "+err.Error())
+				s.stopFailed(fi, sl, err)
 			}
 			if f.OffsetWhileDown != 0 {
 				step := target.ClockFault{Kind: scenario.KindStep, By: f.OffsetWhileDown}
@@ -382,7 +418,7 @@ func (s *sim) fault(fi int) {
 		sl := s.slot(f.Nodes[0])
 		advance(sl.host, s.t)
 		if err := s.stopSlot(sl, target.StopOptions{Graceful: true}, "handing off"); err != nil {
-			s.unconfirmed(fi, sl.name+": graceful stop failed: "+err.Error())
+			s.stopFailed(fi, sl, err)
 		}
 		if f.Gap == 0 {
 			s.handoff(fi, sl)
@@ -428,6 +464,19 @@ func (s *sim) fault(fi int) {
 			}
 		}
 	}
+}
+
+// stopFailed notes a stop that returned an error. A lease the store could
+// not be asked to release (it is unreachable) is a fact of the run, not a
+// fault that failed: the lease expires instead. Anything else leaves the
+// fault unconfirmed.
+func (s *sim) stopFailed(fi int, sl *slot, err error) {
+	if errors.Is(err, lease.ErrUnavailable) {
+		fr := &s.mu.faults[fi]
+		fr.Detail = append(fr.Detail, sl.name+": lease not released (store unreachable): it expires instead")
+		return
+	}
+	s.unconfirmed(fi, sl.name+": stop failed: "+err.Error())
 }
 
 func (s *sim) clockOf(sl *slot) target.ClockControl {
@@ -518,12 +567,16 @@ func (s *sim) bringUp(fi int, sl *slot) {
 	advance(sl.host, s.t)
 	sl.incarnation++
 	if err := s.restartSlot(sl); err != nil {
-		if errors.Is(err, lease.ErrAllTaken) {
-			fr := &s.mu.faults[fi]
+		fr := &s.mu.faults[fi]
+		switch {
+		case errors.Is(err, lease.ErrAllTaken):
 			fr.Detail = append(fr.Detail, fmt.Sprintf("%s: restart refused a worker ID by the lease", sl.name))
-			return
+		case errors.Is(err, lease.ErrUnavailable):
+			fr.Detail = append(fr.Detail, fmt.Sprintf("%s: restarted, waiting for the lease store", sl.name))
+			s.retryLater(sl)
+		default:
+			s.unconfirmed(fi, sl.name+": restart failed: "+err.Error())
 		}
-		s.unconfirmed(fi, sl.name+": restart failed: "+err.Error())
 		return
 	}
 	s.maintain(sl)
@@ -549,6 +602,12 @@ func (s *sim) handoff(fi int, sl *slot) {
 	sl.incarnation++
 	sl.gen++
 	if err := s.startSlot(sl); err != nil {
+		if errors.Is(err, lease.ErrUnavailable) {
+			fr := &s.mu.faults[fi]
+			fr.Detail = append(fr.Detail, fmt.Sprintf("%s: started on %s, waiting for the lease store", sl.name, sl.spec.Host))
+			s.retryLater(sl)
+			return
+		}
 		s.unconfirmed(fi, fmt.Sprintf("%s: start on %s failed: %v", sl.name, sl.spec.Host, err))
 		return
 	}
@@ -599,6 +658,9 @@ func (s *sim) clone(fi int, src *slot) {
 		fr.Detail = append(fr.Detail, fmt.Sprintf("%s: clone of %s%s started with worker %d%s", name, src.name, same, sl.node.Worker(), note))
 	case errors.Is(err, lease.ErrAllTaken):
 		fr.Detail = append(fr.Detail, fmt.Sprintf("%s: clone of %s%s refused a worker ID by the lease", name, src.name, same))
+	case errors.Is(err, lease.ErrUnavailable):
+		fr.Detail = append(fr.Detail, fmt.Sprintf("%s: clone of %s%s started, waiting for the lease store", name, src.name, same))
+		s.retryLater(sl)
 	default:
 		s.unconfirmed(fi, fmt.Sprintf("%s: clone of %s failed to start: %v", name, src.name, err))
 	}

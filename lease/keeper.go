@@ -558,21 +558,8 @@ func (k *Keeper) request() Request {
 // call Run (or Tick, in simulation) to keep the lease.
 func (k *Keeper) Acquire(ctx context.Context) (Lease, error) {
 	for {
-		k.tick.Lock()
-		if k.tick.released {
-			k.tick.Unlock()
-			return Lease{}, ErrReleased
-		}
-		if g := k.cur.Load(); g != nil {
-			k.tick.Unlock()
-			return k.Rebind()
-		}
-		ev, err := k.acquireLocked(ctx)
-		k.tick.Unlock()
+		l, err := k.TryAcquire(ctx)
 		if err == nil {
-			l, _ := k.Rebind()
-			ev.Rebind = false
-			k.emit(*ev)
 			return l, nil
 		}
 		if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
@@ -582,6 +569,30 @@ func (k *Keeper) Acquire(ctx context.Context) (Lease, error) {
 			return Lease{}, fmt.Errorf("%w: %w", err, ctx.Err())
 		}
 	}
+}
+
+// TryAcquire is Acquire without the retries: one attempt, whose
+// ErrUnavailable the caller handles (a simulation, whose store comes back
+// only when its own loop moves time on, must not wait for it here).
+func (k *Keeper) TryAcquire(ctx context.Context) (Lease, error) {
+	k.tick.Lock()
+	if k.tick.released {
+		k.tick.Unlock()
+		return Lease{}, ErrReleased
+	}
+	if g := k.cur.Load(); g != nil {
+		k.tick.Unlock()
+		return k.Rebind()
+	}
+	ev, err := k.acquireLocked(ctx)
+	k.tick.Unlock()
+	if err != nil {
+		return Lease{}, err
+	}
+	l, _ := k.Rebind()
+	ev.Rebind = false
+	k.emit(*ev)
+	return l, nil
 }
 
 // Start acquires the first lease (as Acquire) and then keeps it in a

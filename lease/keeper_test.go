@@ -480,3 +480,31 @@ func BenchmarkKeeperCheck(b *testing.B) {
 		}
 	})
 }
+
+// TestKeeperTryAcquire makes one attempt: an unreachable store fails it at
+// once (nothing sleeps on the clock), and a later attempt succeeds.
+func TestKeeperTryAcquire(t *testing.T) {
+	r := newRig(t, nil)
+	r.mem.SetAvailable(false)
+	if _, err := r.k.TryAcquire(context.Background()); !errors.Is(err, lease.ErrUnavailable) {
+		t.Fatalf("TryAcquire with the store down = %v, want ErrUnavailable", err)
+	}
+	if n := r.clock.Waiters(); n != 0 {
+		t.Fatalf("%d sleepers", n)
+	}
+	wantReason(t, r.check(), lease.ReasonNotAcquired)
+	r.mem.SetAvailable(true)
+	l, err := r.k.TryAcquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.check(); err != nil {
+		t.Fatalf("after TryAcquire: %v", err)
+	}
+	if again, err := r.k.TryAcquire(context.Background()); err != nil || again.Token != l.Token {
+		t.Fatalf("second TryAcquire = %v, %v; want the held lease", again, err)
+	}
+	if st := r.k.Stats(); st.Acquisitions != 1 || st.AcquireErrs != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}

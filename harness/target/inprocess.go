@@ -205,7 +205,10 @@ func (n *procNode) Start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		l, err := k.Acquire(ctx)
+		// One attempt: a node that cannot reach the store fails to start
+		// (the harness decides when to try again); waiting here would stall
+		// a simulation, whose store comes back only as its time moves on.
+		l, err := k.TryAcquire(ctx)
 		if err != nil {
 			n.mu.leases = n.mu.leases.Add(keeperStats(k))
 			return fmt.Errorf("node %s: %w", n.spec.Name, err)
