@@ -39,6 +39,13 @@ lease) is invalid input unless it is opted in to "n/a" (not_applicable: ok
 in the scenario, or --allow-na): its row is then n/a with the reason, and
 counts as neither pass nor fail.
 
+With --metrics-addr the snowchaos_* and snowflake_* series are served while
+the scenarios run (an in-process node's snowflake_* series end with its
+run); --metrics-linger keeps serving after the report, so that a scraper
+collects the final snowchaos_* counters and verdicts: e.g.
+--metrics-linger 30s with Prometheus scraping every 15s. An interrupt ends
+the linger at once.
+
 flags:
 `
 
@@ -47,7 +54,7 @@ type runFlags struct {
 	mode, seed, targets, reportFmt string
 	junit, history, html, metrics  string
 	failFast, list, allowNA        bool
-	timeout                        time.Duration
+	timeout, linger                time.Duration
 	parallel                       int
 }
 
@@ -68,6 +75,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&f.history, "history", "", "write every ID request as NDJSON (reference time, node, IDs, outcome) to this file")
 	fl.StringVar(&f.html, "html", "", "write a self-contained HTML report with an SVG timeline per scenario")
 	fl.StringVar(&f.metrics, "metrics-addr", "", "serve snowchaos_* and snowflake_* metrics on this address while running (e.g. 127.0.0.1:9464)")
+	fl.DurationVar(&f.linger, "metrics-linger", 0, "with --metrics-addr: keep serving the final metrics this long after the report (until interrupted), so a scraper collects them; 0 stops at once")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop after this long (unfinished runs are unknown: exit 2); 0 means none")
 	fl.IntVar(&f.parallel, "parallel", 0, "simulated runs at once (0: one per CPU)")
 	fl.BoolVar(&f.list, "list", false, "list the scenarios and targets that would run, and exit")
@@ -115,6 +123,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 
+	lingerCtx := ctx // the linger ends on an interrupt, not at --timeout
 	if f.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, f.timeout)
@@ -130,6 +139,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		opts.History = hist
 	}
 	opts.Timeline = f.html != ""
+	var metricsSrv *telemetry.Server
 	if f.metrics != "" {
 		reg := telemetry.NewRegistry()
 		opts.Metrics = telemetry.NewHarnessMetrics()
@@ -141,6 +151,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitInvalid
 		}
 		fmt.Fprintf(stderr, "snowchaos run: metrics at %s\n", srv.URL())
+		metricsSrv = srv
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), telemetry.ShutdownGrace)
 			defer cancel()
@@ -195,6 +206,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitInvalid
 		}
 	}
+	if metricsSrv != nil && f.linger > 0 {
+		fmt.Fprintf(stderr, "snowchaos run: serving the final metrics at %s for %s (interrupt to stop)\n", metricsSrv.URL(), f.linger)
+		t := time.NewTimer(f.linger)
+		select {
+		case <-t.C:
+		case <-lingerCtx.Done():
+		case <-metricsSrv.Done():
+		}
+		t.Stop()
+	}
 	return code
 }
 
@@ -230,6 +251,12 @@ func (f *runFlags) options() (harness.Options, error) {
 	o.FailFast = f.failFast
 	o.Parallel = f.parallel
 	o.AllowNA = f.allowNA
+	switch {
+	case f.linger < 0:
+		return o, fmt.Errorf("--metrics-linger %s: want a duration >= 0", f.linger)
+	case f.linger > 0 && f.metrics == "":
+		return o, errors.New("--metrics-linger needs --metrics-addr")
+	}
 	return o, nil
 }
 
