@@ -21,11 +21,14 @@ const (
 	FaultClone   = "clone"
 	FaultHandoff = "handoff"
 	FaultRevert  = "revert"
-	FaultOther   = "other"
+	// FaultStoreOutage is a lease store made unreachable (all of it, or
+	// for some nodes: a partition).
+	FaultStoreOutage = "store_outage"
+	FaultOther       = "other"
 )
 
 var faultKinds = []string{FaultStep, FaultFreeze, FaultLeap, FaultSmear, FaultSlew, FaultDrift,
-	FaultPause, FaultRestart, FaultClone, FaultHandoff, FaultRevert, FaultOther}
+	FaultPause, FaultRestart, FaultClone, FaultHandoff, FaultRevert, FaultStoreOutage, FaultOther}
 
 // FaultKinds returns every value of the kind label of
 // snowchaos_faults_injected_total.

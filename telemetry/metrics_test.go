@@ -193,7 +193,7 @@ func TestEveryKnownLabelValueFromTheStart(t *testing.T) {
 		"snowchaos_ids_checked_total":                 1,
 		"snowchaos_duplicates_total":                  1,
 		"snowchaos_order_violations_total":            1,
-		"snowchaos_faults_injected_total":             12,
+		"snowchaos_faults_injected_total":             13,
 		"snowchaos_fault_window":                      2,
 		"snowchaos_scenario_info":                     1,
 		"snowchaos_verdict":                           2,
