@@ -511,24 +511,7 @@ func (r *run) clockFault(f scenario.Fault) target.ClockFault {
 
 // applyShadow applies a clock fault to a host's shadow clock.
 func applyShadow(c *faults.Clock, f target.ClockFault) {
-	switch f.Kind {
-	case scenario.KindStep:
-		c.Step(f.By)
-	case scenario.KindFreeze:
-		c.Freeze(f.For)
-	case scenario.KindLeap:
-		c.Leap(f.At)
-	case scenario.KindSmear:
-		c.Smear(f.By, f.Window)
-	case scenario.KindSlew:
-		c.Slew(f.By, f.PPM)
-	case scenario.KindDrift:
-		c.Drift(f.PPM)
-	case scenario.KindPause:
-		c.Pause(f.For)
-	case scenario.KindRevert:
-		c.Revert()
-	}
+	_ = f.ApplyTo(c) // the scenario was validated: every kind here is a clock fault
 }
 
 // probeDelay is how long after a clock fault the harness measures the

@@ -384,22 +384,11 @@ type procClock struct{ n *procNode }
 
 // Apply implements ClockControl.
 func (c procClock) Apply(_ context.Context, f ClockFault) error {
-	clk := c.n.clock
+	if err := f.ApplyTo(c.n.clock); err != nil {
+		return err
+	}
 	switch f.Kind {
-	case scenario.KindStep:
-		clk.Step(f.By)
-	case scenario.KindFreeze:
-		clk.Freeze(f.For)
-	case scenario.KindLeap:
-		clk.Leap(f.At)
-	case scenario.KindSmear:
-		clk.Smear(f.By, f.Window)
-	case scenario.KindSlew:
-		clk.Slew(f.By, f.PPM)
-	case scenario.KindDrift:
-		clk.Drift(f.PPM)
 	case scenario.KindPause:
-		clk.Pause(f.For)
 		_, mono := c.n.env.Base.Now()
 		until := int64(math.MaxInt64)
 		if f.For > 0 {
@@ -409,12 +398,9 @@ func (c procClock) Apply(_ context.Context, f ClockFault) error {
 		c.n.mu.pausedUntil = until
 		c.n.mu.Unlock()
 	case scenario.KindRevert:
-		clk.Revert()
 		c.n.mu.Lock()
 		c.n.mu.pausedUntil = 0
 		c.n.mu.Unlock()
-	default:
-		return fmt.Errorf("%w: clock fault %q", ErrUnsupported, f.Kind)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/lease"
@@ -271,6 +272,34 @@ type ClockFault struct {
 	PPM float64
 	// At is the wall instant of a leap second.
 	At time.Time
+}
+
+// ApplyTo applies f to a fault clock: the one mapping from a scenario's
+// clock fault to the faults package, shared by every target (and the
+// harness's shadow clocks) that runs on a faults.Clock. It returns an error
+// wrapping ErrUnsupported for a kind that is not a clock fault.
+func (f ClockFault) ApplyTo(c *faults.Clock) error {
+	switch f.Kind {
+	case scenario.KindStep:
+		c.Step(f.By)
+	case scenario.KindFreeze:
+		c.Freeze(f.For)
+	case scenario.KindLeap:
+		c.Leap(f.At)
+	case scenario.KindSmear:
+		c.Smear(f.By, f.Window)
+	case scenario.KindSlew:
+		c.Slew(f.By, f.PPM)
+	case scenario.KindDrift:
+		c.Drift(f.PPM)
+	case scenario.KindPause:
+		c.Pause(f.For)
+	case scenario.KindRevert:
+		c.Revert()
+	default:
+		return fmt.Errorf("%w: clock fault %q", ErrUnsupported, f.Kind)
+	}
+	return nil
 }
 
 // Errors.
