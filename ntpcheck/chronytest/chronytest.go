@@ -7,7 +7,6 @@
 package chronytest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,9 +45,7 @@ type Chronyd struct {
 	// Dir holds its configuration, pid file and drift file.
 	Dir string
 
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan struct{}
+	proc *testenv.Process
 }
 
 // Binary returns the path of chronyd, or "" when it is not installed.
@@ -98,7 +94,7 @@ func Start(t testing.TB, opt Options) *Chronyd {
 
 func start(t testing.TB, bin string, opt Options) (*Chronyd, error) {
 	dir := t.TempDir()
-	port, err := FreeUDPPort()
+	port, err := testenv.FreeUDPPort()
 	if err != nil {
 		return nil, err
 	}
@@ -129,27 +125,24 @@ func start(t testing.TB, bin string, opt Options) (*Chronyd, error) {
 	if os.Geteuid() != 0 {
 		args = append(args, "-U")
 	}
-	log := &syncBuffer{}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	proc, err := testenv.StartProcess(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	c := &Chronyd{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, Dir: dir,
-		cmd: cmd, log: log, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(c.done) }()
+	c := &Chronyd{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, Dir: dir, proc: proc}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := c.waitReady(ctx, !opt.NoLocal); err != nil {
 		c.stop()
-		return nil, fmt.Errorf("chronyd on %s: %w\nconfig:\n%s\nlog:\n%s", c.Addr, err, conf, log.String())
+		return nil, fmt.Errorf("chronyd on %s: %w\nconfig:\n%s\nlog:\n%s", c.Addr, err, conf, c.Log())
 	}
 	t.Cleanup(func() {
 		c.stop()
 		if t.Failed() {
-			t.Logf("chronyd %s log:\n%s", c.Addr, c.log.String())
+			t.Logf("chronyd %s log:\n%s", c.Addr, c.Log())
 		}
 	})
 	return c, nil
@@ -158,86 +151,43 @@ func start(t testing.TB, bin string, opt Options) (*Chronyd, error) {
 // waitReady polls with queries until chronyd answers (synchronised, when
 // synced is set), it exits, or ctx ends.
 func (c *Chronyd) waitReady(ctx context.Context, synced bool) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
 	var last string
-	for {
+	err := testenv.Poll(ctx, 20*time.Millisecond, c.proc.Exited(), func() bool {
 		r, err := ntp.QueryWithOptions(c.Addr, ntp.QueryOptions{Timeout: 250 * time.Millisecond})
 		switch {
 		case err != nil:
 			last = err.Error()
 		case !synced:
-			return nil
+			return true
 		case r.Stratum > 0 && r.Stratum < 16 && r.Leap != ntp.LeapNotInSync:
-			return nil
+			return true
 		default:
 			last = fmt.Sprintf("answers unsynchronised (stratum %d, leap %d)", r.Stratum, r.Leap)
 		}
-		select {
-		case <-c.done:
-			return errors.New("chronyd exited")
-		case <-ctx.Done():
-			return fmt.Errorf("not ready: %s", last)
-		case <-tick.C:
-		}
+		return false
+	})
+	switch {
+	case errors.Is(err, testenv.ErrExited):
+		return errors.New("chronyd exited")
+	case err != nil:
+		return fmt.Errorf("not ready: %s", last)
 	}
+	return nil
 }
 
 // Log returns what chronyd has logged so far.
-func (c *Chronyd) Log() string { return c.log.String() }
+func (c *Chronyd) Log() string { return c.proc.Log() }
 
 // stop terminates chronyd and waits for it, killing it after 5 s.
-func (c *Chronyd) stop() {
-	select {
-	case <-c.done:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	select {
-	case <-c.done:
-	case <-t.C:
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
-}
-
-// FreeUDPPort returns a loopback UDP port that was free a moment ago.
-func FreeUDPPort() (int, error) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer pc.Close()
-	return pc.LocalAddr().(*net.UDPAddr).Port, nil
-}
+func (c *Chronyd) stop() { c.proc.Stop(syscall.SIGTERM, 5*time.Second) }
 
 // ClosedAddr returns a loopback address on which nothing listens (a port
 // that was free a moment ago): queries to it are refused at once.
 func ClosedAddr(t testing.TB) string {
 	t.Helper()
-	p, err := FreeUDPPort()
+	p, err := testenv.FreeUDPPort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

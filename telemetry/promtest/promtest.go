@@ -12,7 +12,6 @@
 package promtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,11 +26,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/snowchaos/snowchaos/internal/testenv"
 )
 
 // Binary returns the path of the named tool ("prometheus", "promtool").
@@ -41,10 +41,7 @@ func Binary(t testing.TB, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("%s not found on PATH (apt-get install prometheus); skipping outside CI", name)
-		}
-		t.Fatalf("%s not found on PATH but CI is set: install it (apt-get install prometheus): %v", name, err)
+		testenv.Missing(t, "%s not found on PATH (apt-get install prometheus): %v", name, err)
 	}
 	return p
 }
@@ -76,9 +73,7 @@ type Prom struct {
 	// Dir holds the config and the TSDB.
 	Dir string
 
-	cmd    *exec.Cmd
-	logs   *syncBuffer
-	exited chan struct{}
+	proc   *testenv.Process
 	client *http.Client
 }
 
@@ -159,18 +154,8 @@ func writeConfig(dir string, c Config) (string, error) {
 	return cfg, os.WriteFile(cfg, []byte(b.String()), 0o644)
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 func start(bin, dir, cfg string, extra []string, timeout time.Duration) (*Prom, error) {
-	port, err := freePort()
+	port, err := testenv.FreeTCPPort()
 	if err != nil {
 		return nil, err
 	}
@@ -186,19 +171,11 @@ func start(bin, dir, cfg string, extra []string, timeout time.Duration) (*Prom, 
 		"--enable-feature=exemplar-storage",
 		"--log.level=warn",
 	}, extra...)
-	p := &Prom{
-		URL:    "http://" + addr,
-		Dir:    dir,
-		cmd:    exec.Command(bin, args...),
-		logs:   &syncBuffer{},
-		exited: make(chan struct{}),
-		client: &http.Client{Timeout: 10 * time.Second},
-	}
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	if err := p.cmd.Start(); err != nil {
+	proc, err := testenv.StartProcess(exec.Command(bin, args...))
+	if err != nil {
 		return nil, err
 	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	p := &Prom{URL: "http://" + addr, Dir: dir, proc: proc, client: &http.Client{Timeout: 10 * time.Second}}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := p.waitReady(ctx); err != nil {
@@ -211,37 +188,30 @@ func start(bin, dir, cfg string, extra []string, timeout time.Duration) (*Prom, 
 // waitReady polls /-/ready until it answers 200, the process exits, or ctx
 // ends.
 func (p *Prom) waitReady(ctx context.Context) error {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	err := testenv.Poll(ctx, 50*time.Millisecond, p.proc.Exited(), func() bool {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/-/ready", nil)
-		if resp, err := p.client.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		resp, err := p.client.Do(req)
+		if err != nil {
+			return false
 		}
-		select {
-		case <-p.exited:
-			return errors.New("prometheus exited before it was ready")
-		case <-ctx.Done():
-			return fmt.Errorf("prometheus not ready at %s: %w", p.URL, ctx.Err())
-		case <-tick.C:
-		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	switch {
+	case errors.Is(err, testenv.ErrExited):
+		return errors.New("prometheus exited before it was ready")
+	case err != nil:
+		return fmt.Errorf("prometheus not ready at %s: %w", p.URL, err)
 	}
+	return nil
 }
 
 // stop kills the server this package started and waits for it to exit.
-func (p *Prom) stop() {
-	if p.cmd.Process != nil {
-		_ = p.cmd.Process.Kill()
-	}
-	<-p.exited
-}
+func (p *Prom) stop() { p.proc.Stop(nil, 0) }
 
 // Logs returns what the server has logged so far.
-func (p *Prom) Logs() string { return p.logs.String() }
+func (p *Prom) Logs() string { return p.proc.Log() }
 
 // apiResponse is the envelope of every /api/v1 answer.
 type apiResponse struct {
@@ -362,75 +332,47 @@ func Len(n int) Condition { return func(v model.Vector) bool { return len(v) == 
 // WaitFor polls q (every 100ms) until ok holds or ctx ends, and returns the
 // last result; on timeout the error shows the last result or query error.
 func (p *Prom) WaitFor(ctx context.Context, q string, ok Condition) (model.Vector, error) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
 	var last model.Vector
 	var lastErr error
-	for {
+	err := testenv.Poll(ctx, 100*time.Millisecond, p.proc.Exited(), func() bool {
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		v, err := p.Query(qctx, q)
-		cancel()
-		if err == nil && ok(v) {
-			return v, nil
-		}
-		last, lastErr = v, err
-		select {
-		case <-p.exited:
-			return last, fmt.Errorf("promtest: prometheus exited while waiting for %q\n%s", q, p.Logs())
-		case <-ctx.Done():
-			if lastErr != nil {
-				return last, fmt.Errorf("promtest: waiting for %q: %w (last error: %v)", q, ctx.Err(), lastErr)
-			}
-			return last, fmt.Errorf("promtest: waiting for %q: %w (last result: %v)", q, ctx.Err(), last)
-		case <-tick.C:
-		}
+		defer cancel()
+		last, lastErr = p.Query(qctx, q)
+		return lastErr == nil && ok(last)
+	})
+	switch {
+	case err == nil:
+		return last, nil
+	case errors.Is(err, testenv.ErrExited):
+		return last, fmt.Errorf("promtest: prometheus exited while waiting for %q\n%s", q, p.Logs())
+	case lastErr != nil:
+		return last, fmt.Errorf("promtest: waiting for %q: %w (last error: %v)", q, err, lastErr)
 	}
+	return last, fmt.Errorf("promtest: waiting for %q: %w (last result: %v)", q, err, last)
 }
 
 // WaitExemplars polls QueryExemplars (every 100ms) until it returns at
 // least n exemplars or ctx ends.
 func (p *Prom) WaitExemplars(ctx context.Context, q string, window time.Duration, n int) ([]Exemplar, error) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var exs []Exemplar
+	var lastErr error
+	err := testenv.Poll(ctx, 100*time.Millisecond, p.proc.Exited(), func() bool {
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		exs, err := p.QueryExemplars(qctx, q, window)
-		cancel()
-		if err == nil && len(exs) >= n {
-			return exs, nil
-		}
-		select {
-		case <-p.exited:
-			return exs, fmt.Errorf("promtest: prometheus exited while waiting for exemplars of %q\n%s", q, p.Logs())
-		case <-ctx.Done():
-			return exs, fmt.Errorf("promtest: waiting for %d exemplars of %q: %w (last: %v, error %v)", n, q, ctx.Err(), exs, err)
-		case <-tick.C:
-		}
+		defer cancel()
+		exs, lastErr = p.QueryExemplars(qctx, q, window)
+		return lastErr == nil && len(exs) >= n
+	})
+	switch {
+	case err == nil:
+		return exs, nil
+	case errors.Is(err, testenv.ErrExited):
+		return exs, fmt.Errorf("promtest: prometheus exited while waiting for exemplars of %q\n%s", q, p.Logs())
 	}
+	return exs, fmt.Errorf("promtest: waiting for %d exemplars of %q: %w (last: %v, error %v)", n, q, err, exs, lastErr)
 }
 
 // WaitUp waits until every scrape target reports up == 1.
 func (p *Prom) WaitUp(ctx context.Context, targets int) error {
 	_, err := p.WaitFor(ctx, `up == 1`, Len(targets))
 	return err
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write appends p.
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns everything written.
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
