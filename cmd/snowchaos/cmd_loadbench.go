@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -60,7 +59,6 @@ type benchRow struct {
 
 func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("loadbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	duration := fs.Duration("duration", 5*time.Second, "length of each phase")
 	workers := fs.Uint64("workers", 32, "concurrent requesters for single-ID requests")
 	batch := fs.Int("batch", 4096, "IDs per batch request")
@@ -76,17 +74,10 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	asJSON := fs.Bool("json", false, "print JSON")
 	rate := fs.Float64("rate", 0, "open-model rate (requests/s) for the single-ID phase instead of the maximum")
 	phases := fs.String("phases", "inprocess,single,batch,pg", "phases to run, comma-separated: inprocess, single, batch, pg")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, loadbenchUsage)
-		fs.PrintDefaults()
+	if code, ok := parseFlags(fs, args, stderr, loadbenchUsage); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitInvalid
-	}
-	if fs.NArg() > 0 || *rate < 0 || *duration <= 0 || *nodes < 1 || *nodes > 64 || *batch < 2 || *batch > server.MaxBatchLimit || *workers < 1 || *batchWorkers < 1 {
+	if *rate < 0 || *duration <= 0 || *nodes < 1 || *nodes > 64 || *batch < 2 || *batch > server.MaxBatchLimit || *workers < 1 || *batchWorkers < 1 {
 		fmt.Fprintln(stderr, "snowchaos loadbench: bad flags (want positive --duration, --workers, --batch-workers; --nodes in [1,64]; --batch in [2, 1<<20])")
 		return exitInvalid
 	}
