@@ -26,6 +26,14 @@
 // advance, unencrypted HTTP/2 (h2c), with read, write and idle timeouts and
 // a per-request deadline passed to the generator.
 //
+// Metrics: /metrics exposes Config.Registry, to which New adds
+// snowflake_http_requests_total{route,code} and
+// snowflake_http_request_duration_seconds{route}. A node that checks NTP
+// also registers NTPBudget: snowflake_ntp_offset_budget_seconds, a gauge
+// of the offset budget its readiness is held to (snowchaos serve
+// --ntp-max-offset), beside ntpcheck's snowflake_ntp_* series, so a
+// dashboard's threshold follows the configuration.
+//
 // The admin API exists only when Config.AdminToken is set; it then needs a
 // faults.Clock and, unless Config.AdminAllowRemote, a loopback listener, so a
 // production node never exposes it by accident.

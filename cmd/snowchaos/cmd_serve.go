@@ -17,6 +17,7 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/lease"
 	leaseetcd "github.com/snowchaos/snowchaos/lease/etcd"
+	"github.com/snowchaos/snowchaos/lease/leaseobs"
 	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/server"
@@ -73,9 +74,8 @@ type serveFlags struct {
 }
 
 // newServeFlagSet declares serve's flags on a new FlagSet.
-func newServeFlagSet(f *serveFlags, out io.Writer) *flag.FlagSet {
+func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(out)
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the API on (host:port; port 0 picks a free one)")
 	fs.StringVar(&f.adminAddr, "admin-addr", "", "separate address for the admin fault API (empty: on --listen)")
 	fs.StringVar(&f.adminToken, "admin-token", "", "bearer token enabling the admin fault API (empty: no admin API)")
@@ -107,55 +107,11 @@ func newServeFlagSet(f *serveFlags, out io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// presetNames lists the layout presets.
-func presetNames() string {
-	var names []string
-	for _, l := range generator.Presets() {
-		names = append(names, l.Name)
-	}
-	return strings.Join(names, ", ")
-}
-
-// envName is the environment variable for a flag: SNOWCHAOS_MAX_WAIT.
-func envName(flagName string) string {
-	return "SNOWCHAOS_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
-
-// applyEnv sets every flag not given on the command line from its
-// SNOWCHAOS_* variable; the error names the variable.
-func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || err != nil {
-			return
-		}
-		if v := getenv(envName(f.Name)); v != "" {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s=%q: %v", envName(f.Name), v, e)
-			}
-		}
-	})
-	return err
-}
-
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f serveFlags
-	fs := newServeFlagSet(&f, stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, serveUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitInvalid
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "snowchaos serve: unexpected arguments %q\n", fs.Args())
-		return exitInvalid
+	fs := newServeFlagSet(&f)
+	if code, ok := parseFlags(fs, args, stderr, serveUsage); !ok {
+		return code
 	}
 	if err := applyEnv(fs, os.Getenv); err != nil {
 		fmt.Fprintf(stderr, "snowchaos serve: %v\n", err)
@@ -281,11 +237,14 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		if err := reg.Register(lc); err != nil {
 			return nil, fmt.Errorf("registering lease metrics: %v", err)
 		}
-		lm := lc.MustNode("")
-		n.keeper, err = lease.NewKeeper(lease.KeeperConfig{
+		// The observer feeds the snowflake_lease_* series and the lease
+		// spans: state and expiry on every change, expiry and the result
+		// of every renewal, and the handoff wait of every generator start.
+		obs := leaseobs.New(lc.MustNode(""), "")
+		n.keeper, err = obs.NewKeeper(lease.KeeperConfig{
 			Registry: store, Holder: f.holder, Range: lease.NodeRange(layout.NodeBits),
 			Prefer: []int64{f.worker}, TTL: f.leaseTTL, Clock: clock,
-			OnChange: func(ev lease.Event) { n.leaseChanged(bgCtx, ev, lm) },
+			OnChange: func(ev lease.Event) { n.leaseChanged(bgCtx, ev) },
 		})
 		if err != nil {
 			return nil, err
@@ -296,8 +255,6 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		if err != nil {
 			return nil, fmt.Errorf("acquiring a worker lease from %s: %w", redactDSN(f.leaseURL), err)
 		}
-		lm.SetState(telemetry.LeaseHeld)
-		lm.SetExpiry(l.LeasedUntil)
 		n.bg.Add(1)
 		go func() {
 			defer n.bg.Done()
@@ -306,10 +263,10 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		st.Node = l.WorkerID
 		st.Clock = n.keeper.Clock()
 		st.Fence = n.keeper
-		if cp != nil {
-			cp = bothCheckpoints{cp, n.keeper}
+		if leaseCp := obs.Checkpointer(n.keeper); cp != nil {
+			cp = bothCheckpoints{cp, leaseCp}
 		} else {
-			cp = n.keeper
+			cp = leaseCp
 		}
 		n.log.Info("lease acquired", "worker", l.WorkerID, "token", l.Token, "until", l.LeasedUntil, "backend", redactDSN(f.leaseURL))
 	}
@@ -335,9 +292,19 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		if err != nil {
 			return nil, fmt.Errorf("--ntp-server: %v", err)
 		}
-		mon := ntpcheck.NewMonitor(ntpcheck.Config{Servers: servers, MaxOffset: f.ntpMaxOffset, Policy: policy, MaxWait: f.maxWait, MaxLead: f.maxLead}, f.ntpEvery)
+		if f.ntpMaxOffset < 0 {
+			return nil, fmt.Errorf("--ntp-max-offset %v is negative", f.ntpMaxOffset)
+		}
+		budget := f.ntpMaxOffset
+		if budget == 0 { // ntpcheck's default: the step threshold
+			budget = ntpcheck.DefaultStepThreshold
+		}
+		mon := ntpcheck.NewMonitor(ntpcheck.Config{Servers: servers, MaxOffset: budget, Policy: policy, MaxWait: f.maxWait, MaxLead: f.maxLead}, f.ntpEvery)
 		if err := reg.Register(mon.Collector()); err != nil {
 			return nil, fmt.Errorf("registering NTP metrics: %v", err)
+		}
+		if err := reg.Register(server.NTPBudget(budget)); err != nil {
+			return nil, fmt.Errorf("registering the NTP budget: %v", err)
 		}
 		cfg.ReadyChecks = append(cfg.ReadyChecks, server.ReadyCheck{Name: "ntp", Check: func(context.Context) error { return mon.Ready() }})
 		n.bg.Add(1)
@@ -419,22 +386,10 @@ func (c bothCheckpoints) Save(mark int64) error {
 	return c.b.Save(mark)
 }
 
-// leaseChanged follows the keeper's state and, when it acquired a new
-// lease the generator is not bound to, replaces the generator.
-func (n *serveNode) leaseChanged(ctx context.Context, ev lease.Event, lm *telemetry.LeaseMetrics) {
-	switch ev.State {
-	case lease.StateHeld:
-		lm.SetState(telemetry.LeaseHeld)
-	case lease.StateRenewing:
-		lm.SetState(telemetry.LeaseRenewing)
-	case lease.StateLost:
-		lm.SetState(telemetry.LeaseLost)
-	case lease.StateReleased:
-		lm.SetState(telemetry.LeaseReleased)
-	}
-	if !ev.Lease.LeasedUntil.IsZero() {
-		lm.SetExpiry(ev.Lease.LeasedUntil)
-	}
+// leaseChanged logs the keeper's state changes (the lease observer has
+// already updated the metrics) and, when it acquired a new lease the
+// generator is not bound to, replaces the generator.
+func (n *serveNode) leaseChanged(ctx context.Context, ev lease.Event) {
 	n.log.Info("lease state", "state", ev.State.String(), "worker", ev.Lease.WorkerID, "reason", ev.Reason.String(), "err", ev.Err, "rebind", ev.Rebind)
 	if !ev.Rebind || ctx.Err() != nil {
 		return

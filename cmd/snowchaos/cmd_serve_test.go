@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -10,56 +9,28 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/snowchaos/snowchaos/internal/testenv"
+	"github.com/snowchaos/snowchaos/internal/testenv/pgtest"
 	"github.com/snowchaos/snowchaos/server"
 )
 
-// syncBuffer is a goroutine-safe bytes.Buffer for stderr.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startServe runs "serve args..." in process and returns its base URL, a
 // stop function returning the exit code, and its stderr.
-func startServe(t *testing.T, args ...string) (string, func() int, *syncBuffer) {
+func startServe(t *testing.T, args ...string) (string, func() int, *testenv.SyncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	stderr := &syncBuffer{}
+	stderr := &testenv.SyncBuffer{}
 	code := make(chan int, 1)
 	go func() {
 		c := dispatch(ctx, append([]string{"serve"}, args...), pw, stderr)
 		pw.Close()
 		code <- c
 	}()
-	lines := bufio.NewScanner(pr)
-	addr := ""
-	for lines.Scan() {
-		if a, ok := strings.CutPrefix(lines.Text(), "listening on "); ok {
-			addr = a
-			break
-		}
-	}
-	go io.Copy(io.Discard, pr)
+	addr := <-testenv.ListenAddr(pr)
 	if addr == "" {
 		cancel()
 		t.Fatalf("serve did not print its address; exit %d; stderr:\n%s", <-code, stderr)
@@ -202,21 +173,9 @@ func TestServeEnvNames(t *testing.T) {
 }
 
 func TestServePostgresLease(t *testing.T) {
-	dsn := os.Getenv("SNOWCHAOS_PG_DSN")
-	if dsn == "" {
-		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		testenv.Missing(t, "Postgres at %s: %v", dsn, err)
-	}
+	conn, dsn := pgtest.Connect(t)
 	schema := fmt.Sprintf("serve_lease_%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-		conn.Close(context.Background())
-	})
+	t.Cleanup(func() { conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
 	args := []string{"--listen", "127.0.0.1:0", "--lease", dsn, "--lease-schema", schema, "--worker", "3", "--lease-ttl", "3s", "--holder", "node-x"}
 	url, stop, stderr := startServe(t, args...)
 	c := &server.Client{BaseURL: url}
