@@ -229,22 +229,11 @@ type hostClock struct{ n *node }
 
 // Apply implements target.ClockControl.
 func (c hostClock) Apply(_ context.Context, f target.ClockFault) error {
-	clk := c.n.host
+	if err := f.ApplyTo(c.n.host); err != nil {
+		return err
+	}
 	switch f.Kind {
-	case scenario.KindStep:
-		clk.Step(f.By)
-	case scenario.KindFreeze:
-		clk.Freeze(f.For)
-	case scenario.KindLeap:
-		clk.Leap(f.At)
-	case scenario.KindSmear:
-		clk.Smear(f.By, f.Window)
-	case scenario.KindSlew:
-		clk.Slew(f.By, f.PPM)
-	case scenario.KindDrift:
-		clk.Drift(f.PPM)
 	case scenario.KindPause:
-		clk.Pause(f.For)
 		_, mono := c.n.env.Base.Now()
 		until := int64(math.MaxInt64)
 		if f.For > 0 {
@@ -254,12 +243,9 @@ func (c hostClock) Apply(_ context.Context, f target.ClockFault) error {
 		c.n.mu.pausedUntil = until
 		c.n.mu.Unlock()
 	case scenario.KindRevert:
-		clk.Revert()
 		c.n.mu.Lock()
 		c.n.mu.pausedUntil = 0
 		c.n.mu.Unlock()
-	default:
-		return fmt.Errorf("%w: clock fault %q", target.ErrUnsupported, f.Kind)
 	}
 	return nil
 }

@@ -18,12 +18,20 @@ import (
 const (
 	naMonotonic  = "reads Go's monotonic clock (time.Since(epoch)) while running: no wall-clock fault reaches a running process; the wall clock is read once, at NewNode (see restart after a rewind)"
 	naWallNoHook = "reads the wall clock (time.Now) on every call with no hook to inject a fault in-process: a real NTP step does reach it, this harness cannot apply one"
+	naNoLease    = "takes no worker-ID lease: there is no lease store to cut off"
 )
 
 // clockKinds are the fault kinds that act on a running node's clock.
 var clockKinds = []scenario.Kind{
 	scenario.KindStep, scenario.KindFreeze, scenario.KindLeap, scenario.KindSmear,
 	scenario.KindSlew, scenario.KindDrift, scenario.KindPause, scenario.KindRevert,
+}
+
+// withNoLease adds to m the reason every peer shares for a lease-store
+// outage, and returns m.
+func withNoLease(m map[scenario.Kind]string) map[scenario.Kind]string {
+	m[scenario.KindStoreOutage] = naNoLease
+	return m
 }
 
 // naAll maps every kind in kinds to why.
@@ -48,7 +56,7 @@ var bwmarrinPeer = &Peer{
 	Ceiling:     4096 * 1000,
 	CeilingNote: "12-bit step per 1 ms",
 	Faults:      lifecycle,
-	NA:          naAll(naMonotonic, clockKinds...),
+	NA:          withNoLease(naAll(naMonotonic, clockKinds...)),
 	start:       startBwmarrin,
 }
 
@@ -106,7 +114,7 @@ var sonyflakePeer = &Peer{
 	Ceiling:     256 * 100,
 	CeilingNote: "8-bit sequence per 10 ms",
 	Faults:      lifecycle,
-	NA:          naAll(naWallNoHook, clockKinds...),
+	NA:          withNoLease(naAll(naWallNoHook, clockKinds...)),
 	start:       startSonyflake,
 }
 
@@ -118,7 +126,7 @@ var sonyflakeV2Peer = &Peer{
 	Ceiling:     256 * 100,
 	CeilingNote: "8-bit sequence per 10 ms (default bits)",
 	Faults:      lifecycle,
-	NA:          naAll(naWallNoHook, clockKinds...),
+	NA:          withNoLease(naAll(naWallNoHook, clockKinds...)),
 	start:       startSonyflakeV2,
 }
 

@@ -27,7 +27,7 @@ var uuidV7Peer = &Peer{
 		m[scenario.KindRestart] = "its state (the last-issued time guard) is process-global and unexported: a new instance cannot be made in-process; a real restart resets it"
 		m[scenario.KindClone] = "no worker ID to duplicate: instances differ by 62 random bits"
 		m[scenario.KindHandoff] = "no worker ID to hand off"
-		return m
+		return withNoLease(m)
 	}(),
 	start: func(spec target.NodeSpec, _ *faults.Clock) (instance, error) {
 		return &uuidV7{l: spec.Layout}, nil
@@ -58,10 +58,10 @@ var ulidPeer = &Peer{
 	Clock:       "the time it is passed (here the host clock's wall reading, as ulid.Make passes time.Now)",
 	CeilingNote: "none: 80-bit entropy incremented by up to 2^32 per ID within a ms",
 	Faults:      append([]scenario.Kind{scenario.KindRestart}, clockKinds...),
-	NA: map[scenario.Kind]string{
+	NA: withNoLease(map[scenario.Kind]string{
 		scenario.KindClone:   "no worker ID to duplicate: instances differ by 80 random bits",
 		scenario.KindHandoff: "no worker ID to hand off",
-	},
+	}),
 	Simulated: true,
 	start:     startULID,
 }

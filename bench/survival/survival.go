@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/snowchaos/snowchaos/bench/internal/mdwrite"
 	"github.com/snowchaos/snowchaos/bench/peers"
 	"github.com/snowchaos/snowchaos/harness"
 	"github.com/snowchaos/snowchaos/harness/scenario"
@@ -158,49 +159,38 @@ func (c Cell) String() string {
 // Markdown writes the table, the notes on every n/a cell, and one line
 // per peer on the clock it reads.
 func (t *Table) Markdown(w io.Writer) error {
-	ew := &errWriter{w: w}
-	ew.printf("Cells: duplicates · longest wait · refusals (failed calls, including calls while a restarted node was down) · largest embedded-time lead over true time. Real-mode waits include the scheduling noise of a shared 2-core machine: compare with the baseline column. **dup**: IDs issued twice (expected for the peers that have no defence: the scenario states it, so the run passes while showing them). n/a: the fault cannot reach the peer (notes below). —: not run.\n\n")
-	ew.printf("| peer |")
+	ew := &mdwrite.Writer{W: w}
+	ew.Printf("Cells: duplicates · longest wait · refusals (failed calls, including calls while a restarted node was down) · largest embedded-time lead over true time. Real-mode waits include the scheduling noise of a shared 2-core machine: compare with the baseline column. **dup**: IDs issued twice (expected for the peers that have no defence: the scenario states it, so the run passes while showing them). n/a: the fault cannot reach the peer (notes below). —: not run.\n\n")
+	ew.Printf("| peer |")
 	for _, sr := range t.Scenarios {
-		ew.printf(" %s |", strings.TrimPrefix(sr.Name, "peers-"))
+		ew.Printf(" %s |", strings.TrimPrefix(sr.Name, "peers-"))
 	}
-	ew.printf("\n|---|")
+	ew.Printf("\n|---|")
 	for range t.Scenarios {
-		ew.printf("---|")
+		ew.Printf("---|")
 	}
-	ew.printf("\n")
+	ew.Printf("\n")
 	type note struct{ row, scen, why string }
 	var notes []note
 	for _, row := range t.Rows {
-		ew.printf("| %s |", row)
+		ew.Printf("| %s |", row)
 		for i, c := range t.Cells[row] {
-			ew.printf(" %s |", c.String())
+			ew.Printf(" %s |", c.String())
 			if c.Run == nil && c.NA != "" {
 				notes = append(notes, note{row, strings.TrimPrefix(t.Scenarios[i].Name, "peers-"), c.NA})
 			}
 		}
-		ew.printf("\n")
+		ew.Printf("\n")
 	}
 	if len(notes) > 0 {
-		ew.printf("\nNot applicable:\n\n")
+		ew.Printf("\nNot applicable:\n\n")
 		for _, n := range notes {
-			ew.printf("- %s / %s: %s\n", n.row, n.scen, n.why)
+			ew.Printf("- %s / %s: %s\n", n.row, n.scen, n.why)
 		}
 	}
-	ew.printf("\nClocks the peers read:\n\n")
+	ew.Printf("\nClocks the peers read:\n\n")
 	for _, p := range peers.All() {
-		ew.printf("- %s — %s (%s): %s\n", p.Name, p.Module, p.Licence, p.Clock)
+		ew.Printf("- %s — %s (%s): %s\n", p.Name, p.Module, p.Licence, p.Clock)
 	}
-	return ew.err
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) printf(format string, args ...any) {
-	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
-	}
+	return ew.Err
 }

@@ -24,7 +24,9 @@ import (
 	"github.com/sony/sonyflake"
 	sonyflakev2 "github.com/sony/sonyflake/v2"
 
+	"github.com/snowchaos/snowchaos/bench/internal/mdwrite"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/pgindex"
 )
 
 // Contender is one way of getting IDs.
@@ -355,19 +357,19 @@ func ThisMachine() Machine {
 // ceiling and, per goroutine count, IDs per second, ns per ID and the
 // ratio to the reference (snowchaos's generator) at the same count.
 func Render(w io.Writer, m Machine, results []Result, reference string, counts []int) error {
-	ew := &errWriter{w: w}
-	ew.printf("Machine: %s, %d cores, %s, %s", m.CPU, m.Cores, m.Go, m.OS)
+	ew := &mdwrite.Writer{W: w}
+	ew.Printf("Machine: %s, %d cores, %s, %s", m.CPU, m.Cores, m.Go, m.OS)
 	if m.Postgres != "" {
-		ew.printf(", %s", m.Postgres)
+		ew.Printf(", %s", m.Postgres)
 	}
 	if m.Load != "" {
-		ew.printf(", load average %s at the start (the machine is shared)", m.Load)
+		ew.Printf(", load average %s at the start (the machine is shared)", m.Load)
 	}
-	ew.printf(". testing.Benchmark, benchtime %s, one run", m.BenchTime)
+	ew.Printf(". testing.Benchmark, benchtime %s, one run", m.BenchTime)
 	if !m.MeasuredAt.IsZero() {
-		ew.printf(", %s", m.MeasuredAt.UTC().Format("2006-01-02"))
+		ew.Printf(", %s", m.MeasuredAt.UTC().Format("2006-01-02"))
 	}
-	ew.printf(".\n\n")
+	ew.Printf(".\n\n")
 	ref := map[int]float64{}
 	byName := map[string]map[int]Result{}
 	var names []string
@@ -381,15 +383,15 @@ func Render(w io.Writer, m Machine, results []Result, reference string, counts [
 			ref[r.Goroutines] = r.PerSecond()
 		}
 	}
-	ew.printf("| contender | ceiling per instance |")
+	ew.Printf("| contender | ceiling per instance |")
 	for _, g := range counts {
-		ew.printf(" IDs/s (%s) | ns/ID | vs %s |", goroutines(g), reference)
+		ew.Printf(" IDs/s (%s) | ns/ID | vs %s |", goroutines(g), reference)
 	}
-	ew.printf("\n|---|---|")
+	ew.Printf("\n|---|---|")
 	for range counts {
-		ew.printf("--:|--:|--:|")
+		ew.Printf("--:|--:|--:|")
 	}
-	ew.printf("\n")
+	ew.Printf("\n")
 	for _, name := range names {
 		row := byName[name]
 		var c Contender
@@ -400,14 +402,14 @@ func Render(w io.Writer, m Machine, results []Result, reference string, counts [
 		if c.Ceiling > 0 {
 			ceiling = fmt.Sprintf("%s/s (%s)", count(c.Ceiling), c.CeilingNote)
 		}
-		ew.printf("| %s | %s |", name, ceiling)
+		ew.Printf("| %s | %s |", name, ceiling)
 		for _, g := range counts {
 			r, ok := row[g]
 			switch {
 			case !ok:
-				ew.printf(" — | — | — |")
+				ew.Printf(" — | — | — |")
 			case r.Err != nil:
-				ew.printf(" unavailable: %s | — | — |", oneLine(r.Err.Error()))
+				ew.Printf(" unavailable: %s | — | — |", oneLine(r.Err.Error()))
 			default:
 				ratio := "—"
 				if ref[g] > 0 {
@@ -417,12 +419,12 @@ func Render(w io.Writer, m Machine, results []Result, reference string, counts [
 				if r.Refused > 0 {
 					refused = fmt.Sprintf(" (%s calls refused)", count(float64(r.Refused)))
 				}
-				ew.printf(" %s%s | %s | %s |", count(r.PerSecond()), refused, nanos(r.NsPerID()), ratio)
+				ew.Printf(" %s%s | %s | %s |", count(r.PerSecond()), refused, nanos(r.NsPerID()), ratio)
 			}
 		}
-		ew.printf("\n")
+		ew.Printf("\n")
 	}
-	return ew.err
+	return ew.Err
 }
 
 func goroutines(g int) string {
@@ -432,19 +434,8 @@ func goroutines(g int) string {
 	return fmt.Sprintf("%d goroutines", g)
 }
 
-// count renders a rate with thousands separators.
-func count(v float64) string {
-	n := int64(v + 0.5)
-	s := fmt.Sprintf("%d", n)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+// count renders a rate, rounded, with thousands separators.
+func count(v float64) string { return pgindex.Thousands(int64(v + 0.5)) }
 
 func nanos(ns float64) string {
 	switch {
@@ -467,15 +458,4 @@ func oneLine(s string) string {
 		s = s[:80] + "…"
 	}
 	return s
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) printf(format string, args ...any) {
-	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
-	}
 }

@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/snowchaos/snowchaos/generator"
-	"github.com/snowchaos/snowchaos/internal/testenv"
+	"github.com/snowchaos/snowchaos/internal/testenv/pgtest"
 )
 
 // TestMain runs every measurement for a fixed, small number of ops.
@@ -52,17 +50,7 @@ func TestEachContenderIssues(t *testing.T) {
 }
 
 func TestPostgresTicketServer(t *testing.T) {
-	dsn := os.Getenv("SNOWCHAOS_PG_DSN")
-	if dsn == "" {
-		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		testenv.Missing(t, "postgres at %s: %v", dsn, err)
-	}
-	c.Close(ctx)
+	_, dsn := pgtest.Connect(t)
 	for _, con := range Postgres(dsn, 100) {
 		for _, g := range []int{1, 2} {
 			r := Measure(con, g)
