@@ -21,7 +21,9 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness"
 	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/internal/testenv"
 	"github.com/snowchaos/snowchaos/lease"
+	"github.com/snowchaos/snowchaos/lease/leaseobs"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/ntpcheck/chronytest"
 	"github.com/snowchaos/snowchaos/server"
@@ -81,9 +83,10 @@ func TestQueriesAgainstRealPrometheus(t *testing.T) {
 			pending = append(pending, q)
 		}
 	}
-	deadline := time.Now().Add(90 * time.Second)
 	lastErr := map[string]string{}
-	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	pctx, pcancel := context.WithTimeout(ctx, 90*time.Second)
+	defer pcancel()
+	_ = testenv.Poll(pctx, time.Second, nil, func() bool {
 		var still []dashboards.Query
 		for _, q := range pending {
 			expr := dashboards.Expand(q.Expr, 20*time.Second, ".*")
@@ -94,13 +97,8 @@ func TestQueriesAgainstRealPrometheus(t *testing.T) {
 			}
 		}
 		pending = still
-		if len(pending) > 0 {
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}
+		return len(pending) == 0
+	})
 	for _, q := range pending {
 		t.Errorf("%s returned no series from a real Prometheus: %s", q, lastErr[q.String()])
 	}
@@ -155,7 +153,10 @@ const nodeToken = "dashboards-test-token"
 func startNode(ctx context.Context, t *testing.T) *testNode {
 	t.Helper()
 	fc := faults.New(generator.SystemClock())
-	keeper, err := lease.NewKeeper(lease.KeeperConfig{
+	lc := telemetry.NewLeaseCollector(telemetry.Options{})
+	// The keeper feeds the lease series as snowchaos serve's does.
+	obs := leaseobs.New(lc.MustNode(""), "")
+	keeper, err := obs.NewKeeper(lease.KeeperConfig{
 		Registry: lease.NewMemory(generator.SystemClock()),
 		Holder:   "dashboards-test",
 		TTL:      3 * time.Second,
@@ -164,8 +165,6 @@ func startNode(ctx context.Context, t *testing.T) *testNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc := telemetry.NewLeaseCollector(telemetry.Options{})
-	lm := lc.MustNode("")
 	kctx, kcancel := context.WithCancel(ctx)
 	l, err := keeper.Start(kctx)
 	if err != nil {
@@ -194,7 +193,7 @@ func startNode(ctx context.Context, t *testing.T) *testNode {
 	nc := ntpcheck.NewCollector(ntpAddr)
 
 	reg := telemetry.NewRegistry()
-	reg.MustRegister(gc, lc, nc)
+	reg.MustRegister(gc, lc, nc, server.NTPBudget(ntpcheck.DefaultStepThreshold))
 	srv, err := server.New(server.Config{Generator: gen, FaultClock: fc, AdminToken: nodeToken, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
@@ -213,40 +212,13 @@ func startNode(ctx context.Context, t *testing.T) *testNode {
 		}
 	})
 
-	// The lease and NTP series, refreshed as a node's wiring would:
-	// the keeper's state and expiry, its renewals, an NTP check a second.
+	// The NTP series, refreshed as a node's monitor would: a check a
+	// second.
 	go func() {
-		var last lease.KeeperStats
-		tick := time.NewTicker(200 * time.Millisecond)
+		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		ntpEvery := 0
 		for {
-			s := keeper.Stats()
-			switch s.State {
-			case lease.StateHeld:
-				lm.SetState(telemetry.LeaseHeld)
-			case lease.StateRenewing:
-				lm.SetState(telemetry.LeaseRenewing)
-			case lease.StateLost:
-				lm.SetState(telemetry.LeaseLost)
-			case lease.StateReleased:
-				lm.SetState(telemetry.LeaseReleased)
-			}
-			lm.SetExpiry(s.LeasedUntil)
-			for range s.RenewOK - last.RenewOK {
-				lm.ObserveRenewal(telemetry.RenewalOK)
-			}
-			for range s.RenewFailed - last.RenewFailed {
-				lm.ObserveRenewal(telemetry.RenewalError)
-			}
-			for range s.RenewLost - last.RenewLost {
-				lm.ObserveRenewal(telemetry.RenewalLost)
-			}
-			last = s
-			if ntpEvery%5 == 0 {
-				nc.Observe(ntpcheck.Check(ctx, ntpcheck.Config{Servers: []string{ntpAddr}, Samples: 1, SampleGap: -1}))
-			}
-			ntpEvery++
+			nc.Observe(ntpcheck.Check(ctx, ntpcheck.Config{Servers: []string{ntpAddr}, Samples: 1, SampleGap: -1}))
 			select {
 			case <-kctx.Done():
 				return
@@ -284,17 +256,6 @@ func (n *testNode) load(ctx context.Context) {
 func (n *testNode) faults(ctx context.Context, t *testing.T, p *promtest.Prom) {
 	t.Helper()
 	before := func() generator.Stats { return statsOf(t, n) }
-	// poll waits up to d for ok.
-	poll := func(d time.Duration, ok func() bool) bool {
-		deadline := time.Now().Add(d)
-		for !ok() {
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				return false
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		return true
-	}
 	// step steps the clock back by `by` until the node reports what
 	// happened (a step lands between two requests: when the load paused
 	// longer than the step, nothing was issued past the new wall time and
@@ -305,7 +266,7 @@ func (n *testNode) faults(ctx context.Context, t *testing.T, p *promtest.Prom) {
 			if _, err := n.admin.Inject(ctx, server.FaultRequest{Kind: "step", By: server.Ptr(server.Duration(by))}); err != nil {
 				t.Fatal(err)
 			}
-			if poll(3*time.Second, func() bool { return happened(s0, before()) }) {
+			if testenv.Eventually(ctx, 3*time.Second, func() bool { return happened(s0, before()) }) {
 				return
 			}
 		}
@@ -313,7 +274,7 @@ func (n *testNode) faults(ctx context.Context, t *testing.T, p *promtest.Prom) {
 			metricsText(t, n, "snowflake_clock_rewinds_total", "snowflake_refusals_total", "snowflake_ids_issued", "snowflake_ready"))
 	}
 	// A rewind needs an issued tick to be behind of: wait for the load.
-	if !poll(30*time.Second, func() bool { return before().Issued > 0 }) {
+	if !testenv.Eventually(ctx, 30*time.Second, func() bool { return before().Issued > 0 }) {
 		t.Fatal("node: the load issued nothing")
 	}
 	step("waited rewind", -200*time.Millisecond, func(s0, s generator.Stats) bool { return s.RewindsWaited > s0.RewindsWaited })

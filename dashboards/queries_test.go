@@ -75,7 +75,7 @@ func liveMetricNames(t *testing.T) map[string]bool {
 	}
 	nc.Observe(rep)
 
-	reg.MustRegister(gc, lc, hm, nc)
+	reg.MustRegister(gc, lc, hm, nc, server.NTPBudget(ntpcheck.DefaultStepThreshold))
 	if _, err := server.New(server.Config{Generator: gen, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
