@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/snowchaos/snowchaos/deploy"
+	"github.com/snowchaos/snowchaos/deploy/composetest"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/telemetry"
 	"github.com/snowchaos/snowchaos/telemetry/promtest"
@@ -37,30 +38,14 @@ func TestPrometheusConfig(t *testing.T) {
 	if !strings.Contains(out, "1 rule files found") {
 		t.Errorf("prometheus.yml does not load alerts.yml:\n%s", out)
 	}
-	var cfg struct {
-		RuleFiles     []string `yaml:"rule_files"`
-		ScrapeConfigs []struct {
-			JobName       string `yaml:"job_name"`
-			StaticConfigs []struct {
-				Targets []string `yaml:"targets"`
-			} `yaml:"static_configs"`
-		} `yaml:"scrape_configs"`
-	}
+	var cfg composetest.PromConfig
 	if err := yaml.Unmarshal(deploy.PrometheusConfig, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(cfg.RuleFiles, ",") != "alerts.yml" {
 		t.Errorf("rule_files = %v, want [alerts.yml]", cfg.RuleFiles)
 	}
-	var nodes []string
-	for _, sc := range cfg.ScrapeConfigs {
-		if sc.JobName == "snowflake" {
-			for _, st := range sc.StaticConfigs {
-				nodes = append(nodes, st.Targets...)
-			}
-		}
-	}
-	if strings.Join(nodes, ",") != "node1:8080,node2:8080,node3:8080" {
+	if nodes := cfg.Targets("snowflake"); strings.Join(nodes, ",") != "node1:8080,node2:8080,node3:8080" {
 		t.Errorf("snowflake job targets = %v, want node1..node3:8080", nodes)
 	}
 }

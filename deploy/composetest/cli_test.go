@@ -1,9 +1,9 @@
 package composetest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,43 +97,23 @@ func TestNodeRunsWithComposeEnvironment(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, s.Command...)
+	cmd := exec.Command(bin, s.Command...)
 	cmd.Env = env
-	stdout, err := cmd.StdoutPipe()
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw // stderr goes to node.Log
+	node, err := testenv.StartProcess(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "listening on "); ok {
-				addrc <- strings.Fields(a)[0]
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	})
+	go func() { <-node.Exited(); pw.Close() }()
+	t.Cleanup(func() { node.Stop(os.Interrupt, 30*time.Second) })
 	var addr string
 	select {
-	case addr = <-addrc:
-	case err := <-exited:
-		t.Fatalf("snowchaos serve with node1's compose environment exited: %v\n%s", err, stderr.String())
+	case addr = <-testenv.ListenAddr(pr):
 	case <-ctx.Done():
-		t.Fatalf("snowchaos serve did not start listening:\n%s", stderr.String())
+	}
+	if addr == "" {
+		t.Fatalf("snowchaos serve with node1's compose environment did not start listening (exited: %v):\n%s", cmd.ProcessState, node.Log())
 	}
 	base := "http://" + addr
 
@@ -141,26 +121,25 @@ func TestNodeRunsWithComposeEnvironment(t *testing.T) {
 	hc := slices.Clone([]string(s.HealthCheck.Test[1:]))
 	hc[0] = probe
 	hc[1] = strings.Replace(hc[1], "127.0.0.1:8080", addr, 1)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		out, err := exec.Command(hc[0], hc[1:]...).CombinedOutput()
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("health check %q: %v\n%s\nnode log:\n%s", hc, err, out, stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	var hcOut []byte
+	var hcErr error
+	hctx, hcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer hcancel()
+	if err := testenv.Poll(hctx, 100*time.Millisecond, node.Exited(), func() bool {
+		hcOut, hcErr = exec.Command(hc[0], hc[1:]...).CombinedOutput()
+		return hcErr == nil
+	}); err != nil {
+		t.Fatalf("health check %q: %v (%v)\n%s\nnode log:\n%s", hc, hcErr, err, hcOut, node.Log())
 	}
 
 	// IDs, and a fault through the admin API with the stack's token.
 	c := &server.Client{BaseURL: base, Token: *s.Environment["SNOWCHAOS_ADMIN_TOKEN"]}
 	if _, err := c.IDs(ctx, 10); err != nil {
-		t.Fatalf("IDs: %v\n%s", err, stderr.String())
+		t.Fatalf("IDs: %v\n%s", err, node.Log())
 	}
 	st, err := c.Inject(ctx, server.FaultRequest{Kind: "step", By: server.Ptr(server.Duration(-5 * time.Millisecond))})
 	if err != nil {
-		t.Fatalf("admin API with the compose token: %v\n%s", err, stderr.String())
+		t.Fatalf("admin API with the compose token: %v\n%s", err, node.Log())
 	}
 	if len(st.Active) == 0 {
 		t.Errorf("fault not active: %+v", st)

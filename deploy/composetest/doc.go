@@ -9,7 +9,8 @@
 // that the commands and scenarios the stack runs are ones the snowchaos
 // binary accepts.
 //
-// The package holds tests only; run them with
+// Besides its tests the package holds PromConfig, the part of
+// prometheus.yml they check, which deploy's tests share. Run them with
 //
 //	go test -race ./deploy/composetest/
 package composetest

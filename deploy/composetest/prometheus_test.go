@@ -15,17 +15,6 @@ import (
 	"github.com/snowchaos/snowchaos/internal/testenv"
 )
 
-// promConfig is the part of prometheus.yml the stack relies on.
-type promConfig struct {
-	RuleFiles     []string `yaml:"rule_files"`
-	ScrapeConfigs []struct {
-		JobName       string `yaml:"job_name"`
-		StaticConfigs []struct {
-			Targets []string `yaml:"targets"`
-		} `yaml:"static_configs"`
-	} `yaml:"scrape_configs"`
-}
-
 // prometheusMounts returns the prometheus service and its bind mounts
 // (container path -> repository path).
 func prometheusMounts(t *testing.T) (types.ServiceConfig, map[string]string) {
@@ -69,7 +58,7 @@ func TestPromtoolCheckConfig(t *testing.T) {
 	if !slices.Contains(s.Command, "--enable-feature=exemplar-storage") {
 		t.Errorf("prometheus: exemplar storage is off; the dashboards' exemplar links need --enable-feature=exemplar-storage")
 	}
-	var cfg promConfig
+	var cfg PromConfig
 	readYAML(t, src, &cfg)
 	if len(cfg.RuleFiles) == 0 {
 		t.Error("prometheus.yml loads no alert rules")
@@ -126,7 +115,7 @@ func copyFile(t *testing.T, from, to string) {
 // chaos service while it runs (the harness dashboard reads its series).
 func TestPrometheusScrapesTheStack(t *testing.T) {
 	p := mustLoad(t, allProfiles)
-	var cfg promConfig
+	var cfg PromConfig
 	readYAML(t, "deploy/prometheus.yml", &cfg)
 	listens := map[string]string{
 		"node1": "8080", "node2": "8080", "node3": "8080",
