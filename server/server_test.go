@@ -21,6 +21,7 @@ import (
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/internal/testenv"
 )
 
 const testToken = "s3cret-token"
@@ -614,10 +615,7 @@ func TestGracefulShutdownLosesNoID(t *testing.T) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for received.Load() < 20000 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond) // polling the condition
-	}
+	testenv.Eventually(context.Background(), 10*time.Second, func() bool { return received.Load() >= 20000 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Serve: %v", err)
