@@ -9,42 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/snowchaos/snowchaos/internal/testenv"
 	"github.com/snowchaos/snowchaos/lease"
 	"github.com/snowchaos/snowchaos/ntpcheck/chronytest"
 	"github.com/snowchaos/snowchaos/telemetry"
+	"github.com/snowchaos/snowchaos/telemetry/promtest"
 )
-
-// gatherSeries returns every sample of reg keyed by family name and label
-// values, e.g. "snowflake_lease_state{held}"; a histogram gives its _count.
-func gatherSeries(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			key := f.GetName()
-			for _, l := range m.GetLabel() {
-				key += "{" + l.GetValue() + "}"
-			}
-			switch f.GetType() {
-			case dto.MetricType_GAUGE:
-				out[key] = m.GetGauge().GetValue()
-			case dto.MetricType_COUNTER:
-				out[key] = m.GetCounter().GetValue()
-			case dto.MetricType_HISTOGRAM:
-				out[key+"_count"] = float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return out
-}
 
 // leaseMismatch compares the snowflake_lease_* series with the keeper's
 // own view (its Stats); "" when they agree.
@@ -102,7 +72,7 @@ func TestServeLeaseMetricsFollowTheKeeper(t *testing.T) {
 		t.Fatalf("keeper after the acquisition: %+v", st)
 	}
 	first := st.LeasedUntil
-	if m := leaseMismatch(st, gatherSeries(t, reg)); m != "" {
+	if m := leaseMismatch(st, promtest.Samples(t, reg)); m != "" {
 		t.Fatalf("after the acquisition: %s", m)
 	}
 
@@ -112,7 +82,7 @@ func TestServeLeaseMetricsFollowTheKeeper(t *testing.T) {
 	var last string
 	testenv.WaitFor(t, 30*time.Second, func() bool {
 		st = n.keeper.Stats()
-		last = leaseMismatch(st, gatherSeries(t, reg))
+		last = leaseMismatch(st, promtest.Samples(t, reg))
 		return st.RenewOK >= 2 && last == "" && n.keeper.Stats() == st
 	}, "lease series never matched the keeper after two renewals: %s (keeper %+v)\nlog:\n%s", last, st, logs.String())
 	if !st.LeasedUntil.After(first) {
@@ -122,7 +92,7 @@ func TestServeLeaseMetricsFollowTheKeeper(t *testing.T) {
 	n.close()
 	closed = true
 	st = n.keeper.Stats()
-	if m := leaseMismatch(st, gatherSeries(t, reg)); m != "" {
+	if m := leaseMismatch(st, promtest.Samples(t, reg)); m != "" {
 		t.Errorf("after the release: %s", m)
 	}
 }
