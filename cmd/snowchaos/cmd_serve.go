@@ -99,7 +99,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.leaseSchema, "lease-schema", "", "Postgres lease schema (empty: public)")
 	fs.StringVar(&f.leaseTable, "lease-table", "", "Postgres lease table (empty: worker_leases)")
 	fs.StringVar(&f.ntpServers, "ntp-server", "", "NTP servers to watch (comma separated); the node is not ready while the offset passes --ntp-max-offset")
-	fs.DurationVar(&f.ntpMaxOffset, "ntp-max-offset", ntpcheck.DefaultStepThreshold, "NTP offset budget")
+	fs.DurationVar(&f.ntpMaxOffset, "ntp-max-offset", ntpcheck.DefaultStepThreshold, "NTP offset budget, exported as snowflake_ntp_offset_budget_seconds (0: the step threshold)")
 	fs.DurationVar(&f.ntpEvery, "ntp-interval", ntpcheck.DefaultInterval, "NTP check interval")
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "start with the wall clock stepped by this much (implies --fault-clock)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
