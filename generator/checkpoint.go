@@ -97,3 +97,38 @@ func (c *FileCheckpoint) saveLocked(markMs int64) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// Checkpoints combines checkpointers, for example a local file and a
+// worker-ID lease that carries the mark across hosts. Load returns the
+// largest stored mark (so no incarnation's mark is ever ignored) and fails
+// if any of them fails; Save writes to each in order and stops at the
+// first error. With one argument it returns that checkpointer.
+func Checkpoints(cs ...Checkpointer) Checkpointer {
+	if len(cs) == 1 {
+		return cs[0]
+	}
+	return multiCheckpoint(cs)
+}
+
+type multiCheckpoint []Checkpointer
+
+func (m multiCheckpoint) Load() (int64, error) {
+	var mark int64
+	for _, c := range m {
+		x, err := c.Load()
+		if err != nil {
+			return 0, err
+		}
+		mark = max(mark, x)
+	}
+	return mark, nil
+}
+
+func (m multiCheckpoint) Save(markMs int64) error {
+	for _, c := range m {
+		if err := c.Save(markMs); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -264,7 +264,7 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		st.Clock = n.keeper.Clock()
 		st.Fence = n.keeper
 		if leaseCp := obs.Checkpointer(n.keeper); cp != nil {
-			cp = bothCheckpoints{cp, leaseCp}
+			cp = generator.Checkpoints(cp, leaseCp)
 		} else {
 			cp = leaseCp
 		}
@@ -361,29 +361,6 @@ func redactDSN(s string) string {
 		return s[:scheme+3] + user + ":xxxxx" + s[at:]
 	}
 	return s
-}
-
-// bothCheckpoints persists the mark in a file and in the lease: Load
-// returns the later of the two, Save writes both.
-type bothCheckpoints struct{ a, b generator.Checkpointer }
-
-func (c bothCheckpoints) Load() (int64, error) {
-	x, err := c.a.Load()
-	if err != nil {
-		return 0, err
-	}
-	y, err := c.b.Load()
-	if err != nil {
-		return 0, err
-	}
-	return max(x, y), nil
-}
-
-func (c bothCheckpoints) Save(mark int64) error {
-	if err := c.a.Save(mark); err != nil {
-		return err
-	}
-	return c.b.Save(mark)
 }
 
 // leaseChanged logs the keeper's state changes (the lease observer has

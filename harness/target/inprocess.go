@@ -130,28 +130,6 @@ func (d *disk) wipe() {
 	d.mu.Unlock()
 }
 
-// both persists to two checkpointers and loads the later mark.
-type both struct{ a, b generator.Checkpointer }
-
-func (c both) Load() (int64, error) {
-	x, err := c.a.Load()
-	if err != nil {
-		return 0, err
-	}
-	y, err := c.b.Load()
-	if err != nil {
-		return 0, err
-	}
-	return max(x, y), nil
-}
-
-func (c both) Save(mark int64) error {
-	if err := c.a.Save(mark); err != nil {
-		return err
-	}
-	return c.b.Save(mark)
-}
-
 // Start implements Node.
 func (n *procNode) Start(ctx context.Context) error {
 	n.mu.Lock()
@@ -218,7 +196,7 @@ func (n *procNode) Start(ctx context.Context) error {
 			s.Fence = nil
 		}
 		if s.Checkpoint != nil {
-			s.Checkpoint = both{s.Checkpoint, k}
+			s.Checkpoint = generator.Checkpoints(s.Checkpoint, k)
 		} else {
 			s.Checkpoint = k
 		}
