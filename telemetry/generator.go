@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -337,12 +338,7 @@ func (c *GeneratorCollector) MustNode(name string) *NodeMetrics {
 func (c *GeneratorCollector) Nodes() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	names := make([]string, 0, len(c.mu.nodes))
-	for n := range c.mu.nodes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(c.mu.nodes))
 }
 
 // RemoveNode drops every series of the node named name; a later Node call

@@ -3,7 +3,8 @@ package telemetry
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -165,12 +166,7 @@ func (c *LeaseCollector) MustNode(name string) *LeaseMetrics {
 func (c *LeaseCollector) Nodes() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	names := make([]string, 0, len(c.mu.nodes))
-	for n := range c.mu.nodes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(c.mu.nodes))
 }
 
 // LeaseMetrics is what a lease keeper feeds: one holder's share of a

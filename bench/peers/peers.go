@@ -3,7 +3,6 @@ package peers
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -232,19 +231,10 @@ func (c hostClock) Apply(_ context.Context, f target.ClockFault) error {
 	if err := f.ApplyTo(c.n.host); err != nil {
 		return err
 	}
-	switch f.Kind {
-	case scenario.KindPause:
-		_, mono := c.n.env.Base.Now()
-		until := int64(math.MaxInt64)
-		if f.For > 0 {
-			until = mono + int64(f.For)
-		}
+	_, mono := c.n.env.Base.Now()
+	if until, ok := f.PauseEnd(mono); ok {
 		c.n.mu.Lock()
 		c.n.mu.pausedUntil = until
-		c.n.mu.Unlock()
-	case scenario.KindRevert:
-		c.n.mu.Lock()
-		c.n.mu.pausedUntil = 0
 		c.n.mu.Unlock()
 	}
 	return nil

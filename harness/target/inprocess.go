@@ -365,19 +365,10 @@ func (c procClock) Apply(_ context.Context, f ClockFault) error {
 	if err := f.ApplyTo(c.n.clock); err != nil {
 		return err
 	}
-	switch f.Kind {
-	case scenario.KindPause:
-		_, mono := c.n.env.Base.Now()
-		until := int64(math.MaxInt64)
-		if f.For > 0 {
-			until = mono + int64(f.For)
-		}
+	_, mono := c.n.env.Base.Now()
+	if until, ok := f.PauseEnd(mono); ok {
 		c.n.mu.Lock()
 		c.n.mu.pausedUntil = until
-		c.n.mu.Unlock()
-	case scenario.KindRevert:
-		c.n.mu.Lock()
-		c.n.mu.pausedUntil = 0
 		c.n.mu.Unlock()
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -300,6 +301,25 @@ func (f ClockFault) ApplyTo(c *faults.Clock) error {
 		return fmt.Errorf("%w: clock fault %q", ErrUnsupported, f.Kind)
 	}
 	return nil
+}
+
+// PauseEnd says how a clock fault changes a host's pause: for a pause it
+// returns the monotonic reading (ns) at which the pause ends, given the
+// host's base reading now (math.MaxInt64 for a pause until revert); for a
+// revert it returns 0 (no pause). ok is false for every other kind, which
+// leaves the pause as it is. Targets that stop work on a paused host (as a
+// paused VM runs no goroutine) keep this value.
+func (f ClockFault) PauseEnd(mono int64) (until int64, ok bool) {
+	switch f.Kind {
+	case scenario.KindPause:
+		if f.For > 0 {
+			return mono + int64(f.For), true
+		}
+		return math.MaxInt64, true
+	case scenario.KindRevert:
+		return 0, true
+	}
+	return 0, false
 }
 
 // Errors.
