@@ -18,6 +18,7 @@ import (
 	"github.com/snowchaos/snowchaos/lease/leaseobs"
 	"github.com/snowchaos/snowchaos/lease/leasetest"
 	"github.com/snowchaos/snowchaos/telemetry"
+	"github.com/snowchaos/snowchaos/telemetry/promtest"
 	"github.com/snowchaos/snowchaos/telemetry/tracing"
 )
 
@@ -69,29 +70,7 @@ func (r *rig) tick() { r.k.Tick(context.Background()) }
 // family name and label values (e.g. "snowflake_lease_state{lost}").
 func (r *rig) series() map[string]float64 {
 	r.t.Helper()
-	fams, err := r.reg.Gather()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			key := f.GetName()
-			for _, l := range m.GetLabel() {
-				key += "{" + l.GetValue() + "}"
-			}
-			switch f.GetType() {
-			case dto.MetricType_GAUGE:
-				out[key] = m.GetGauge().GetValue()
-			case dto.MetricType_COUNTER:
-				out[key] = m.GetCounter().GetValue()
-			case dto.MetricType_HISTOGRAM:
-				out[key+"_count"] = float64(m.GetHistogram().GetSampleCount())
-				out[key+"_sum"] = m.GetHistogram().GetSampleSum()
-			}
-		}
-	}
-	return out
+	return promtest.Samples(r.t, r.reg)
 }
 
 func (r *rig) want(name string, v float64) {
