@@ -131,7 +131,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var hist *os.File
 	if f.history != "" {
-		if hist, err = os.Create(f.history); err != nil {
+		if hist, err = createFile(f.history); err != nil {
 			fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
 			return exitInvalid
 		}
@@ -325,7 +325,7 @@ func loadSuite(args []string) ([]*scenario.Scenario, error) {
 }
 
 func runWriteFile(path string, rep *harness.Report, render func(io.Writer, *harness.Report) error) error {
-	f, err := os.Create(path)
+	f, err := createFile(path)
 	if err != nil {
 		return err
 	}
@@ -349,4 +349,15 @@ func runContains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// createFile creates (or truncates) path, making its parent directories
+// first, so `--junit out/junit.xml` works on a fresh checkout.
+func createFile(path string) (*os.File, error) {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return os.Create(path)
 }

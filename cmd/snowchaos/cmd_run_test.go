@@ -79,7 +79,7 @@ func TestRunDroppedExpectation(t *testing.T) {
 
 // TestRunOutputs writes every report format.
 func TestRunOutputs(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "out", "nested") // made by the run
 	p := writeScenario(t, "s.yaml", builtin(t, "restart-same-ms.yaml"))
 	junit, html, hist := filepath.Join(dir, "j.xml"), filepath.Join(dir, "r.html"), filepath.Join(dir, "h.ndjson")
 	code, out, stderr := runCmd(t, "--report", "json", "--junit", junit, "--html", html, "--history", hist, "--target", "wait,bad-memory-only", "--seed", "5", p)
