@@ -429,6 +429,24 @@ func TestMetrics(t *testing.T) {
 	if got["snowchaos_verdict#"] == 0 {
 		t.Fatalf("no verdict series: %v", got)
 	}
+	// The last run's nodes stay exported with their final counters (for a
+	// scrape after the run); earlier runs' nodes are gone.
+	rep = run(t, suite, harness.Options{Metrics: hm, Generators: gc, Targets: []string{"refuse"}})
+	last := rep.Scenarios[0].Runs[len(rep.Scenarios[0].Runs)-1]
+	nodes := gc.Nodes()
+	if len(nodes) != 2 {
+		t.Fatalf("nodes after the run: %v, want the last run's two", nodes)
+	}
+	var issued uint64
+	for _, n := range nodes {
+		if !strings.Contains(n, "/"+last.Target+"/") {
+			t.Fatalf("node %q is not the last run's (%s)", n, last.Target)
+		}
+		issued += gc.MustNode(n).Stats().Issued
+	}
+	if issued != uint64(last.Figures.IDs) {
+		t.Fatalf("last run's nodes issued %d, its report says %d", issued, last.Figures.IDs)
+	}
 }
 
 // explainTarget cannot take a step fault and says why.

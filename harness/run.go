@@ -591,6 +591,15 @@ func (r *run) measure(sl *slot, effect time.Duration) (string, bool) {
 
 // newSlots creates the declared nodes' slots (not started).
 func (r *run) newSlots(mkHost func(at time.Duration) *host) {
+	if r.gens != nil {
+		// The previous run's nodes stay exported (detached, with their
+		// final counters) until this run starts, so a scrape after a run
+		// (snowchaos run --metrics-linger) still sees them. Runs with
+		// metrics go one at a time, so every node here is a past run's.
+		for _, name := range r.gens.Nodes() {
+			r.gens.RemoveNode(name)
+		}
+	}
 	for i, n := range r.s.Nodes {
 		spec := r.specFor(n)
 		sl := &slot{idx: i, name: n.Name, spec: spec, alive: true, host: mkHost(0)}
@@ -620,9 +629,8 @@ func (r *run) finish(res *Result, events uint64) {
 			}
 		}
 		leased = leased || sl.spec.Lease == scenario.LeaseMemory
-		if sl.nm != nil && r.gens != nil {
-			sl.nm.Detach()
-			r.gens.RemoveNode(sl.nm.Name())
+		if sl.nm != nil {
+			sl.nm.Detach() // removed when the next run starts
 		}
 	}
 	r.mu.Lock()

@@ -173,7 +173,7 @@ func Run(ctx context.Context, suite []*scenario.Scenario, o Options) (*Report, e
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	if o.Metrics != nil || mode == scenario.ModeReal {
+	if o.Metrics != nil || o.Generators != nil || mode == scenario.ModeReal {
 		workers = 1
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -40,9 +40,10 @@ in the scenario, or --allow-na): its row is then n/a with the reason, and
 counts as neither pass nor fail.
 
 With --metrics-addr the snowchaos_* and snowflake_* series are served while
-the scenarios run (an in-process node's snowflake_* series end with its
-run); --metrics-linger keeps serving after the report, so that a scraper
-collects the final snowchaos_* counters and verdicts: e.g.
+the scenarios run (an in-process node's snowflake_* series stay, with their
+final values, until the next run starts); --metrics-linger keeps serving
+after the report, so that a scraper collects the final counters, the last
+run's generator series and the verdicts: e.g.
 --metrics-linger 30s with Prometheus scraping every 15s. An interrupt ends
 the linger at once.
 
