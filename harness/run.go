@@ -30,6 +30,7 @@ type run struct {
 	st      scenario.Target // with the resolved overrides
 	tgt     target.Target
 	info    target.Info
+	runID   string // Env.Run: scenario/target/seed/sequence
 	opts    *Options
 	mode    scenario.Mode
 	seed    int64
@@ -214,6 +215,7 @@ func newRun(ctx context.Context, s *scenario.Scenario, t scenario.Target, o *Opt
 	}
 	r := &run{s: s, st: rt, tgt: tg, info: tg.Info(), opts: o, mode: mode, seed: seed, plan: p, ctx: ctx,
 		metrics: o.Metrics, gens: o.Generators}
+	r.runID = fmt.Sprintf("%s/%s/%d/%d", s.Name, rt.Name, seed, runSeq.Add(1))
 	r.tol = r.info.Caps.OffsetTolerance
 	if r.tol <= 0 {
 		r.tol = target.DefaultOffsetTolerance
@@ -257,6 +259,9 @@ func (r *run) windows() {
 func (r *run) specFor(n scenario.Node) target.NodeSpec {
 	return target.SpecOf(r.st.Apply(n))
 }
+
+// runSeq numbers the runs of this process, for Env.Run.
+var runSeq atomic.Uint64
 
 // usesLeases reports whether any node leases from memory, or a fault
 // cuts the lease store off (the run then has a store, used or not).
@@ -333,7 +338,7 @@ func (r *run) followLease(sl *slot) {
 // startSlot starts the slot's node on its host (a fresh Start), registers
 // its issuer and reports the error; the slot is down on error.
 func (r *run) startSlot(sl *slot) error {
-	env := target.Env{Base: sl.host.base, Observer: sl.observer()}
+	env := target.Env{Base: sl.host.base, Observer: sl.observer(), Run: r.runID}
 	if st := r.storeOf(sl.host); st != nil {
 		env.Leases = st
 	}
@@ -632,6 +637,9 @@ func (r *run) finish(res *Result, events uint64) {
 		if sl.nm != nil {
 			sl.nm.Detach() // removed when the next run starts
 		}
+	}
+	if re, ok := r.tgt.(target.RunEnder); ok {
+		_ = re.EndRun(context.Background(), r.runID) // best effort: leftover state does not change the verdict
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -160,7 +160,7 @@ func validate(s *scenario.Scenario, mode scenario.Mode, allowNA bool) error {
 		leases := false
 		for j, n := range s.Nodes {
 			n = rt.Apply(n)
-			if n.Lease != scenario.LeaseMemory {
+			if scenario.LeaseKind(n.Lease) == scenario.LeaseNone {
 				continue
 			}
 			leases = true

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -579,17 +581,48 @@ func (p *parser) workerRange(n *yaml.Node, key string, maxNode int64) *WorkerRan
 	return &WorkerRange{Min: a, Max: b}
 }
 
+// lease parses a lease backend: none, memory, or a lease store's URL
+// (postgres://user@host:port/db?..., etcd://host:port[,host:port]).
 func (p *parser) lease(n *yaml.Node, key string) string {
-	v, ok := p.scalar(n, key, "memory or none")
+	v, ok := p.scalar(n, key, "memory, none, postgres://... or etcd://host:port")
 	if !ok {
 		return ""
 	}
-	switch v {
+	switch LeaseKind(v) {
 	case LeaseNone, LeaseMemory:
 		return v
+	case LeasePostgres:
+		u, err := url.Parse(v)
+		if err != nil || u.Host == "" || u.Opaque != "" {
+			p.errorf(n, key, "want a Postgres URL such as postgres://user@host:5432/db?sslmode=disable, found %q", redactURL(v))
+			return ""
+		}
+		return v
+	case LeaseEtcd:
+		u, err := url.Parse(v)
+		if err == nil && u.User == nil && u.Opaque == "" && (u.Path == "" || u.Path == "/") && u.RawQuery == "" {
+			good := u.Host != ""
+			for _, hp := range strings.Split(u.Host, ",") {
+				h, port, err := net.SplitHostPort(hp)
+				good = good && err == nil && h != "" && port != ""
+			}
+			if good {
+				return v
+			}
+		}
+		p.errorf(n, key, "want etcd://host:port[,host:port], found %q", redactURL(v))
+		return ""
 	}
-	p.errorf(n, key, "want memory or none, found %q%s", v, suggest(v, []string{LeaseMemory, LeaseNone}))
+	p.errorf(n, key, "want memory, none, postgres://... or etcd://host:port, found %q%s", redactURL(v), suggest(v, []string{LeaseMemory, LeaseNone}))
 	return ""
+}
+
+// redactURL hides the password of a URL-like lease value in messages.
+func redactURL(v string) string {
+	if u, err := url.Parse(v); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return v
 }
 
 var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint",

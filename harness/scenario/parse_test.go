@@ -118,6 +118,13 @@ invariants: ["duplicates == 0"]
 		{"store outage no lease", base + "faults: [{at: 1s, kind: store_outage, for: 1s}]\n", `6: faults[0]: a store_outage needs a node with lease: memory`},
 		{"same holder on step", base + "faults: [{at: 1s, kind: step, by: 1ms, same_holder: on}]\n", `6: faults[0].same_holder: a step fault takes only by`},
 		{"not applicable value", base + "targets: [{name: wait, not_applicable: sure}]\n", `6: targets[0].not_applicable: want ok`},
+		{"lease scheme", strings.Replace(base, "worker: 1}", "worker: 1, lease: mysql://u@h:3306/db}", 1), `f.yaml:3: nodes[0].lease: want memory, none, postgres://... or etcd://host:port, found "mysql://u@h:3306/db"`},
+		{"lease word", strings.Replace(base, "worker: 1}", "worker: 1, lease: memroy}", 1), `3: nodes[0].lease: want memory, none, postgres://... or etcd://host:port, found "memroy" (did you mean "memory"?)`},
+		{"lease postgres no host", strings.Replace(base, "worker: 1}", "worker: 1, lease: \"postgres:///db\"}", 1), `3: nodes[0].lease: want a Postgres URL such as postgres://user@host:5432/db?sslmode=disable, found "postgres:///db"`},
+		{"lease postgres password hidden", strings.Replace(base, "worker: 1}", "worker: 1, lease: \"postgresql://u:secret@/db\"}", 1), `found "postgresql://u:xxxxx@/db"`},
+		{"lease etcd no port", strings.Replace(base, "worker: 1}", "worker: 1, lease: etcd://127.0.0.1}", 1), `3: nodes[0].lease: want etcd://host:port[,host:port], found "etcd://127.0.0.1"`},
+		{"lease etcd path", strings.Replace(base, "worker: 1}", "worker: 1, lease: etcd://127.0.0.1:2379/x}", 1), `3: nodes[0].lease: want etcd://host:port[,host:port]`},
+		{"target lease scheme", base + "targets: [{name: wait, lease: redis://h:1}]\n", `6: targets[0].lease: want memory, none, postgres://... or etcd://host:port, found "redis://h:1"`},
 		{"refused starts during", strings.Replace(base, `"duplicates == 0"`, `"refused_starts == 0 during x"`, 1), `refused_starts is counted over the whole run`},
 	}
 	for _, c := range cases {
@@ -294,5 +301,52 @@ targets:
 	}
 	if s.Invariants[1].Metric != MetricRefusedStarts || s.Invariants[2].Metric != MetricRebinds {
 		t.Fatalf("invariants: %+v", s.Invariants)
+	}
+}
+
+// TestParseLeaseURLs: a node's lease may be a Postgres or etcd URL, kept as
+// written; LeaseKind maps every accepted value to its backend kind.
+func TestParseLeaseURLs(t *testing.T) {
+	const pg = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	s, err := Parse("urls.yaml", []byte(`name: urls
+duration: 10s
+nodes:
+  - {name: a, worker: 1, lease: "`+pg+`", lease_ttl: 2s}
+  - {name: b, worker: 2, lease: "postgresql://u:pw@db.example:6543/ids"}
+  - {name: c, worker: 3, lease: "etcd://127.0.0.1:2379,127.0.0.1:22379"}
+  - {name: d, worker: 4, lease: memory}
+  - {name: e, worker: 5}
+load: {rate: 100/s}
+invariants: ["duplicates == 0"]
+targets:
+  - wait
+  - {name: x, use: wait, lease: "etcd://localhost:2379"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ lease, kind string }{
+		{pg, LeasePostgres},
+		{"postgresql://u:pw@db.example:6543/ids", LeasePostgres},
+		{"etcd://127.0.0.1:2379,127.0.0.1:22379", LeaseEtcd},
+		{LeaseMemory, LeaseMemory},
+		{LeaseNone, LeaseNone},
+	}
+	for i, w := range want {
+		n := s.Nodes[i]
+		if n.Lease != w.lease || LeaseKind(n.Lease) != w.kind {
+			t.Errorf("node %s: lease %q (kind %q), want %q (kind %q)", n.Name, n.Lease, LeaseKind(n.Lease), w.lease, w.kind)
+		}
+	}
+	if s.Nodes[0].LeaseTTL != 2*time.Second {
+		t.Errorf("node a: lease_ttl %v", s.Nodes[0].LeaseTTL)
+	}
+	if n := s.Targets[1].Apply(s.Nodes[3]); n.Lease != "etcd://localhost:2379" {
+		t.Errorf("target override: %q", n.Lease)
+	}
+	for v, k := range map[string]string{"": LeaseNone, "ETCD://h:1": LeaseEtcd, "PostgreSQL://h/db": LeasePostgres, "mysql://h": "", "memory ": "", "postgres": ""} {
+		if got := LeaseKind(v); got != k {
+			t.Errorf("LeaseKind(%q) = %q, want %q", v, got, k)
+		}
 	}
 }

@@ -100,7 +100,9 @@ type Node struct {
 	// Checkpoint keeps a high-water mark on the node's disk across
 	// restarts.
 	Checkpoint bool
-	// Lease is the worker-ID lease backend: "none" or "memory".
+	// Lease is the worker-ID lease backend: "none", "memory", or the URL
+	// of a lease store ("postgres://...", "etcd://host:port"); LeaseKind
+	// names its kind.
 	Lease string
 	// LeaseTTL is the lease's duration; zero means the lease package's
 	// default (10s).
@@ -138,11 +140,38 @@ func (r WorkerRange) Len() int64 { return r.Max - r.Min + 1 }
 // String returns "min-max".
 func (r WorkerRange) String() string { return fmt.Sprintf("%d-%d", r.Min, r.Max) }
 
-// Lease backends a node may name.
+// Lease backends a node may name, and the kinds LeaseKind returns: a
+// Postgres or etcd lease is written as the store's URL.
 const (
-	LeaseNone   = "none"
-	LeaseMemory = "memory"
+	LeaseNone     = "none"
+	LeaseMemory   = "memory"
+	LeasePostgres = "postgres"
+	LeaseEtcd     = "etcd"
 )
+
+// LeaseKind returns the kind of lease backend v names: LeaseNone for ""
+// or "none", LeaseMemory, LeasePostgres for a postgres:// or postgresql://
+// URL, LeaseEtcd for an etcd:// URL, and "" for anything else. It only
+// looks at the scheme; the parser checks the rest.
+func LeaseKind(v string) string {
+	switch v {
+	case "", LeaseNone:
+		return LeaseNone
+	case LeaseMemory:
+		return LeaseMemory
+	}
+	scheme, _, ok := strings.Cut(v, "://")
+	if !ok {
+		return ""
+	}
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql":
+		return LeasePostgres
+	case "etcd":
+		return LeaseEtcd
+	}
+	return ""
+}
 
 // Target is one generator variant to run the scenario against. Fields
 // other than Name and Use override the nodes' settings when set.

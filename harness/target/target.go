@@ -64,7 +64,8 @@ type Capabilities struct {
 	Simulated bool
 	// Checkpoint is true when the node honours NodeSpec.Checkpoint.
 	Checkpoint bool
-	// Leases lists the lease backends the node honours.
+	// Leases lists the lease backend kinds the node honours
+	// (scenario.LeaseMemory, LeasePostgres, LeaseEtcd).
 	Leases []string
 	// OffsetTolerance is how precisely ClockControl.Offset measures the
 	// host clock's offset; zero means DefaultOffsetTolerance.
@@ -85,13 +86,18 @@ func (c Capabilities) Supports(k scenario.Kind) bool {
 	return false
 }
 
-// SupportsLease reports whether the node honours lease backend b.
+// SupportsLease reports whether the node honours lease backend b: "none",
+// "memory" or a lease store's URL, matched by its kind (scenario.LeaseKind).
 func (c Capabilities) SupportsLease(b string) bool {
-	if b == "" || b == scenario.LeaseNone {
+	k := scenario.LeaseKind(b)
+	if k == scenario.LeaseNone {
 		return true
 	}
+	if k == "" {
+		return false
+	}
 	for _, x := range c.Leases {
-		if x == b {
+		if x == k {
 			return true
 		}
 	}
@@ -115,7 +121,8 @@ type NodeSpec struct {
 	MaxWait, MaxLead, Reserve time.Duration
 	// Checkpoint keeps a high-water mark on the host's disk.
 	Checkpoint bool
-	// Lease is the lease backend ("none" or "memory").
+	// Lease is the lease backend: "none", "memory" or a lease store's URL
+	// (see scenario.LeaseKind).
 	Lease string
 	// ClockOffset is the host clock's error when the node first starts.
 	ClockOffset time.Duration
@@ -160,6 +167,18 @@ type Env struct {
 	Leases lease.Registry
 	// Observer, when set, receives the generator's events.
 	Observer generator.Observer
+	// Run identifies the run (scenario, target, seed and a sequence number
+	// unique within this process). Targets that keep per-run state outside
+	// the process, such as a lease schema in a shared store, key it by Run
+	// and free it in EndRun (RunEnder).
+	Run string
+}
+
+// RunEnder is implemented by targets that keep per-run state; the harness
+// calls EndRun once a run's nodes are all closed.
+type RunEnder interface {
+	// EndRun frees what the target kept for run (Env.Run).
+	EndRun(ctx context.Context, run string) error
 }
 
 // Node is one running (or stopped) node. Issue may be called concurrently;

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,9 +19,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
+	"github.com/snowchaos/snowchaos/lease"
 	"github.com/snowchaos/snowchaos/server"
 )
 
@@ -28,8 +32,18 @@ import (
 // on free loopback ports, one per host, each with its own admin token and
 // host directory (the checkpoint's disk). Stop without Graceful is kill -9;
 // Graceful is SIGTERM (in-flight requests finish, the final mark is
-// persisted). A clone is a second process with the same worker ID. Leases
-// are not offered: an in-memory lease cannot span processes.
+// persisted). A clone is a second process with the same worker ID.
+//
+// Nodes may lease their worker ID from a shared store (lease:
+// postgres://... or etcd://host:port; an in-memory lease cannot span
+// processes): each child gets --lease URL and --holder <host>.<run tag>,
+// so a restart keeps the node's holder identity (and after a graceful stop
+// gets its own worker ID back; after kill -9 a free one until the old lease
+// expires) while a clone, on another host, has another one (and gets
+// another worker ID, or is refused). With Postgres every run leases from a
+// table in its own schema (snowchaos_<hash of the run and pid>), dropped by
+// EndRun; etcd has no per-run namespace, so the run tag in the holder keeps
+// runs apart and a killed run's keys expire with their TTL.
 type Process struct {
 	// Name is the registered name; empty: "process".
 	Name string
@@ -46,9 +60,23 @@ type Process struct {
 	Stderr io.Writer
 	// StartTimeout bounds a child's start; zero: 15 s.
 	StartTimeout time.Duration
+
+	runsMu sync.Mutex
+	runs   map[string]*procRun // by target.Env.Run
 }
 
-var _ target.Target = (*Process)(nil)
+// procRun is what the target keeps for one run: the lease schema (and the
+// Postgres URLs it was created in) and the holder tag.
+type procRun struct {
+	tag    string          // hash of the run and this process's pid
+	schema string          // Postgres lease schema
+	pg     map[string]bool // Postgres URLs the run's nodes leased from
+}
+
+var (
+	_ target.Target   = (*Process)(nil)
+	_ target.RunEnder = (*Process)(nil)
+)
 
 // Info implements target.Target.
 func (t *Process) Info() target.Info {
@@ -60,7 +88,8 @@ func (t *Process) Info() target.Info {
 	return target.Info{
 		Name: name,
 		Doc:  "snowchaos serve child processes on loopback ports: restart is kill -9 and start, a clone a second process",
-		Caps: target.Capabilities{Faults: kinds, Checkpoint: true, OffsetTolerance: offsetTolerance},
+		Caps: target.Capabilities{Faults: kinds, Checkpoint: true, OffsetTolerance: offsetTolerance,
+			Leases: []string{scenario.LeasePostgres, scenario.LeaseEtcd}},
 	}
 }
 
@@ -83,12 +112,24 @@ func (t *Process) binary() (string, error) {
 }
 
 // Start implements target.Target: a new host (directory) and a process on it.
-func (t *Process) Start(ctx context.Context, spec target.NodeSpec, _ target.Env) (target.Node, error) {
+func (t *Process) Start(ctx context.Context, spec target.NodeSpec, env target.Env) (target.Node, error) {
 	bin, err := t.binary()
 	if err != nil {
 		return nil, err
 	}
-	if spec.Lease != "" && spec.Lease != scenario.LeaseNone {
+	var lz *procLease
+	switch kind := scenario.LeaseKind(spec.Lease); kind {
+	case scenario.LeaseNone:
+	case scenario.LeasePostgres, scenario.LeaseEtcd:
+		if spec.WorkerRange != nil || spec.NoHandoffGuard || spec.NoPauseCheck || spec.NoFence {
+			return nil, fmt.Errorf("%w: node %s: snowchaos serve takes no worker range and always guards handoffs, checks pauses and fences", target.ErrUnsupported, spec.Name)
+		}
+		r := t.run(env.Run, kind, spec.Lease)
+		lz = &procLease{url: spec.Lease, holder: spec.Host + "." + r.tag, ttl: spec.LeaseTTL}
+		if kind == scenario.LeasePostgres {
+			lz.schema = r.schema
+		}
+	default:
 		return nil, fmt.Errorf("%w: lease %q across processes", target.ErrUnsupported, spec.Lease)
 	}
 	dir, err := os.MkdirTemp(t.Dir, "snowchaos-host-"+sanitize(spec.Host)+"-")
@@ -97,12 +138,72 @@ func (t *Process) Start(ctx context.Context, spec target.NodeSpec, _ target.Env)
 	}
 	var tok [16]byte
 	rand.Read(tok[:])
-	n := &procNode{t: t, bin: bin, spec: spec, dir: dir, token: hex.EncodeToString(tok[:]), worker: -1, offset: spec.ClockOffset}
+	n := &procNode{t: t, bin: bin, spec: spec, dir: dir, token: hex.EncodeToString(tok[:]), worker: -1, offset: spec.ClockOffset, lease: lz}
 	if err := n.Start(ctx); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	return n, nil
+}
+
+// run returns the state of run (creating it), noting a Postgres URL used.
+func (t *Process) run(run, kind, url string) *procRun {
+	t.runsMu.Lock()
+	defer t.runsMu.Unlock()
+	r := t.runs[run]
+	if r == nil {
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", run, os.Getpid())))
+		tag := hex.EncodeToString(sum[:6])
+		r = &procRun{tag: tag, schema: "snowchaos_" + tag, pg: map[string]bool{}}
+		if t.runs == nil {
+			t.runs = map[string]*procRun{}
+		}
+		t.runs[run] = r
+	}
+	if kind == scenario.LeasePostgres {
+		r.pg[url] = true
+	}
+	return r
+}
+
+// EndRun implements target.RunEnder: it drops the run's Postgres lease
+// schema (the run's nodes are all closed by then).
+func (t *Process) EndRun(ctx context.Context, run string) error {
+	t.runsMu.Lock()
+	r := t.runs[run]
+	delete(t.runs, run)
+	t.runsMu.Unlock()
+	if r == nil {
+		return nil
+	}
+	var errs []error
+	for u := range r.pg {
+		errs = append(errs, dropSchema(ctx, u, r.schema))
+	}
+	return errors.Join(errs...)
+}
+
+// dropSchema drops schema, and the lease table in it, from the database
+// at url.
+func dropSchema(ctx context.Context, url, schema string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("dropping lease schema %s: %w", schema, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		return fmt.Errorf("dropping lease schema %s: %w", schema, err)
+	}
+	return nil
+}
+
+// procLease is a node's lease: the store's URL, the holder identity (the
+// host's), the TTL (zero: serve's default) and the Postgres schema.
+type procLease struct {
+	url, holder, schema string
+	ttl                 time.Duration
 }
 
 // childEnv drops the parent's SNOWCHAOS_* settings, so that only the flags
@@ -139,6 +240,7 @@ type procNode struct {
 	offset time.Duration // the host clock's offset while no process runs
 	stderr tail
 	closed bool
+	lease  *procLease // nil: no lease
 }
 
 var _ target.Node = (*procNode)(nil)
@@ -170,6 +272,15 @@ func (n *procNode) args() []string {
 	}
 	if n.offset != 0 {
 		a = append(a, "--clock-offset", n.offset.String())
+	}
+	if lz := n.lease; lz != nil {
+		a = append(a, "--lease", lz.url, "--holder", lz.holder)
+		if lz.schema != "" {
+			a = append(a, "--lease-schema", lz.schema)
+		}
+		if lz.ttl > 0 {
+			a = append(a, "--lease-ttl", lz.ttl.String())
+		}
 	}
 	return append(a, n.t.Args...)
 }
@@ -220,7 +331,12 @@ func (n *procNode) Start(ctx context.Context) error {
 	fail := func(why string) error {
 		cmd.Process.Kill()
 		<-exited
-		return fmt.Errorf("node %s: snowchaos serve %s; stderr:\n%s", n.spec.Name, why, n.stderr.String())
+		out := n.stderr.String()
+		if strings.Contains(out, lease.ErrAllTaken.Error()) {
+			// The lease refused the node a worker ID: the harness counts it.
+			return fmt.Errorf("node %s: snowchaos serve %s: %w; stderr:\n%s", n.spec.Name, why, lease.ErrAllTaken, out)
+		}
+		return fmt.Errorf("node %s: snowchaos serve %s; stderr:\n%s", n.spec.Name, why, out)
 	}
 	var a string
 	select {
