@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -172,10 +170,7 @@ type GeneratorCollector struct {
 	wait       *prometheus.HistogramVec
 	refusals   *prometheus.CounterVec
 
-	mu struct {
-		sync.Mutex
-		nodes map[string]*NodeMetrics
-	}
+	nodes nodeSet[*NodeMetrics]
 }
 
 var _ prometheus.Collector = (*GeneratorCollector)(nil)
@@ -225,7 +220,7 @@ func NewGeneratorCollector(o Options) *GeneratorCollector {
 		Name: "snowflake_refusals_total",
 		Help: "Calls that returned an error instead of an ID, by reason.",
 	}, vl("reason"))
-	c.mu.nodes = map[string]*NodeMetrics{}
+	c.nodes.opts = o
 	return c
 }
 
@@ -243,13 +238,7 @@ func (c *GeneratorCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector; it reads every attached
 // generator's Stats and Ready.
 func (c *GeneratorCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	nodes := make([]*NodeMetrics, 0, len(c.mu.nodes))
-	for _, n := range c.mu.nodes {
-		nodes = append(nodes, n)
-	}
-	c.mu.Unlock()
-	for _, n := range nodes {
+	for _, n := range c.nodes.all() {
 		c.collectNode(ch, n)
 	}
 	c.rewindSize.Collect(ch)
@@ -294,35 +283,20 @@ func (c *GeneratorCollector) collectNode(ch chan<- prometheus.Metric, n *NodeMet
 // (Options.PerNode false) the only name is "". Errors wrap ErrNodeName or
 // ErrTooManyNodes.
 func (c *GeneratorCollector) Node(name string) (*NodeMetrics, error) {
-	if err := c.opts.checkName(name); err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if n, ok := c.mu.nodes[name]; ok {
-		return n, nil
-	}
-	if len(c.mu.nodes) >= c.opts.maxNodes() {
-		return nil, fmt.Errorf("%w: %d (adding %q)", ErrTooManyNodes, len(c.mu.nodes), name)
-	}
-	var lv []string
-	if c.opts.PerNode {
-		lv = []string{name}
-	}
-	with := func(extra ...string) []string { return append(append([]string(nil), lv...), extra...) }
-	n := &NodeMetrics{
-		name:       name,
-		labels:     lv,
-		spans:      tracing.NewClockSpans(c.opts.TracerProvider, name, c.opts.KeptSpanGap),
-		rewindSize: c.rewindSize.WithLabelValues(lv...),
-	}
-	n.wait[generator.WaitRewind] = c.wait.WithLabelValues(with(generator.WaitRewind.String())...)
-	n.wait[generator.WaitExhausted] = c.wait.WithLabelValues(with(generator.WaitExhausted.String())...)
-	for i, r := range refusalReasons {
-		n.refusals[i] = c.refusals.WithLabelValues(with(r)...)
-	}
-	c.mu.nodes[name] = n
-	return n, nil
+	return c.nodes.get(name, func(lv []string) *NodeMetrics {
+		n := &NodeMetrics{
+			name:       name,
+			labels:     lv,
+			spans:      tracing.NewClockSpans(c.opts.TracerProvider, name, c.opts.KeptSpanGap),
+			rewindSize: c.rewindSize.WithLabelValues(lv...),
+		}
+		n.wait[generator.WaitRewind] = c.wait.WithLabelValues(withLabels(lv, generator.WaitRewind.String())...)
+		n.wait[generator.WaitExhausted] = c.wait.WithLabelValues(withLabels(lv, generator.WaitExhausted.String())...)
+		for i, r := range refusalReasons {
+			n.refusals[i] = c.refusals.WithLabelValues(withLabels(lv, r)...)
+		}
+		return n
+	})
 }
 
 // MustNode is Node that panics on error; for single mode and fixed names.
@@ -335,28 +309,20 @@ func (c *GeneratorCollector) MustNode(name string) *NodeMetrics {
 }
 
 // Nodes returns the names of the nodes served, sorted.
-func (c *GeneratorCollector) Nodes() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Sorted(maps.Keys(c.mu.nodes))
-}
+func (c *GeneratorCollector) Nodes() []string { return c.nodes.names() }
 
 // RemoveNode drops every series of the node named name; a later Node call
 // starts it afresh from zero.
 func (c *GeneratorCollector) RemoveNode(name string) {
-	c.mu.Lock()
-	n, ok := c.mu.nodes[name]
-	delete(c.mu.nodes, name)
-	c.mu.Unlock()
+	n, ok := c.nodes.remove(name)
 	if !ok {
 		return
 	}
 	c.rewindSize.DeleteLabelValues(n.labels...)
-	with := func(extra ...string) []string { return append(append([]string(nil), n.labels...), extra...) }
-	c.wait.DeleteLabelValues(with(generator.WaitRewind.String())...)
-	c.wait.DeleteLabelValues(with(generator.WaitExhausted.String())...)
+	c.wait.DeleteLabelValues(withLabels(n.labels, generator.WaitRewind.String())...)
+	c.wait.DeleteLabelValues(withLabels(n.labels, generator.WaitExhausted.String())...)
 	for _, r := range refusalReasons {
-		c.refusals.DeleteLabelValues(with(r)...)
+		c.refusals.DeleteLabelValues(withLabels(n.labels, r)...)
 	}
 }
 

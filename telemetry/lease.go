@@ -2,9 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -63,10 +60,7 @@ type LeaseCollector struct {
 	renewals *prometheus.CounterVec
 	handoff  *prometheus.HistogramVec
 
-	mu struct {
-		sync.Mutex
-		nodes map[string]*LeaseMetrics
-	}
+	nodes nodeSet[*LeaseMetrics]
 }
 
 var _ prometheus.Collector = (*LeaseCollector)(nil)
@@ -99,7 +93,7 @@ func NewLeaseCollector(o Options) *LeaseCollector {
 			Buckets: HandoffBuckets,
 		}, with()),
 	}
-	c.mu.nodes = map[string]*LeaseMetrics{}
+	c.nodes.opts = o
 	return c
 }
 
@@ -123,34 +117,19 @@ func (c *LeaseCollector) Collect(ch chan<- prometheus.Metric) {
 // every one of its series, at zero) on first use. In single mode the only
 // name is "". Errors wrap ErrNodeName or ErrTooManyNodes.
 func (c *LeaseCollector) Node(name string) (*LeaseMetrics, error) {
-	if err := c.opts.checkName(name); err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if m, ok := c.mu.nodes[name]; ok {
-		return m, nil
-	}
-	if len(c.mu.nodes) >= c.opts.maxNodes() {
-		return nil, fmt.Errorf("%w: %d (adding %q)", ErrTooManyNodes, len(c.mu.nodes), name)
-	}
-	var lv []string
-	if c.opts.PerNode {
-		lv = []string{name}
-	}
-	with := func(extra ...string) []string { return append(append([]string(nil), lv...), extra...) }
-	m := &LeaseMetrics{
-		expiry:  c.expiry.WithLabelValues(lv...),
-		handoff: c.handoff.WithLabelValues(lv...),
-	}
-	for i, s := range leaseStates {
-		m.state[i] = c.state.WithLabelValues(with(string(s))...)
-	}
-	for i, r := range renewalResults {
-		m.renewals[i] = c.renewals.WithLabelValues(with(string(r))...)
-	}
-	c.mu.nodes[name] = m
-	return m, nil
+	return c.nodes.get(name, func(lv []string) *LeaseMetrics {
+		m := &LeaseMetrics{
+			expiry:  c.expiry.WithLabelValues(lv...),
+			handoff: c.handoff.WithLabelValues(lv...),
+		}
+		for i, st := range leaseStates {
+			m.state[i] = c.state.WithLabelValues(withLabels(lv, string(st))...)
+		}
+		for i, r := range renewalResults {
+			m.renewals[i] = c.renewals.WithLabelValues(withLabels(lv, string(r))...)
+		}
+		return m
+	})
 }
 
 // MustNode is Node that panics on error; for single mode and fixed names.
@@ -163,11 +142,7 @@ func (c *LeaseCollector) MustNode(name string) *LeaseMetrics {
 }
 
 // Nodes returns the names of the holders served, sorted.
-func (c *LeaseCollector) Nodes() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Sorted(maps.Keys(c.mu.nodes))
-}
+func (c *LeaseCollector) Nodes() []string { return c.nodes.names() }
 
 // LeaseMetrics is what a lease keeper feeds: one holder's share of a
 // LeaseCollector. Its methods are safe for concurrent use and do nothing
