@@ -260,16 +260,27 @@ func (c *Clock) Step(d time.Duration) {
 func (c *Clock) Freeze(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.holdLocked(&c.mu.freeze, d, func(r reading) hold {
+		return hold{wall: r.under - c.mu.stepped - c.mu.leaped}
+	})
+}
+
+// holdLocked starts the hold in *h (a freeze or a pause) for d of base time
+// (d <= 0: until Release), with the readings mk takes from now; a hold in
+// progress keeps its readings and only moves its end.
+func (c *Clock) holdLocked(h **hold, d time.Duration, mk func(r reading) hold) {
 	if !c.mu.enabled {
 		return
 	}
 	r := c.readLocked()
 	end := endOf(r.bm, d)
-	if f := c.mu.freeze; f != nil {
-		f.end = end
+	if *h != nil {
+		(*h).end = end
 		return
 	}
-	c.mu.freeze = &hold{start: r.bm, end: end, wall: r.under - c.mu.stepped - c.mu.leaped, since: r.wall}
+	v := mk(r)
+	v.start, v.end, v.since = r.bm, end, r.wall
+	*h = &v
 }
 
 // Release ends a Freeze and a Pause in progress, now, as if their duration
@@ -411,16 +422,9 @@ func (c *Clock) Drift(ppm float64) {
 func (c *Clock) Pause(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.mu.enabled {
-		return
-	}
-	r := c.readLocked()
-	end := endOf(r.bm, d)
-	if p := c.mu.pause; p != nil {
-		p.end = end
-		return
-	}
-	c.mu.pause = &hold{start: r.bm, end: end, wall: r.wall, mono: r.mono, since: r.wall}
+	c.holdLocked(&c.mu.pause, d, func(r reading) hold {
+		return hold{wall: r.wall, mono: r.mono}
+	})
 }
 
 // Jitter adds independent noise, uniform in [0, max], to every wall reading
