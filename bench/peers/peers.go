@@ -111,8 +111,7 @@ func (p *Peer) Start(ctx context.Context, spec target.NodeSpec, env target.Env) 
 	if err := spec.Layout.Validate(); err != nil {
 		return nil, err
 	}
-	n := &node{p: p, spec: spec, env: env, host: faults.New(env.Base)}
-	n.host.Step(spec.ClockOffset)
+	n := &node{p: p, spec: spec, env: env, host: target.NewHost(env.Base, spec.ClockOffset)}
 	n.mu.worker = -1
 	if err := n.Start(ctx); err != nil {
 		return nil, err
@@ -140,15 +139,14 @@ type node struct {
 	p       *Peer
 	spec    target.NodeSpec
 	env     target.Env
-	host    *faults.Clock
+	host    *target.Host
 	release func()
 
 	mu struct {
 		sync.RWMutex
-		inst        instance
-		worker      int64
-		pausedUntil int64 // base mono ns; 0: not paused
-		closed      bool
+		inst   instance
+		worker int64
+		closed bool
 	}
 }
 
@@ -158,16 +156,12 @@ var _ target.Node = (*node)(nil)
 // host's base clock, for the pause to end, as a paused guest would.
 func (n *node) Issue(_ context.Context, dst []generator.ID) (int, error) {
 	n.mu.RLock()
-	inst, until := n.mu.inst, n.mu.pausedUntil
+	inst := n.mu.inst
 	n.mu.RUnlock()
 	if inst == nil {
 		return 0, target.ErrStopped
 	}
-	if until > 0 {
-		if _, mono := n.env.Base.Now(); mono < until {
-			n.env.Base.Sleep(time.Duration(until - mono))
-		}
-	}
+	n.host.WaitPause()
 	return inst.next(dst)
 }
 
@@ -188,7 +182,7 @@ func (n *node) Start(context.Context) error {
 	if n.mu.inst != nil {
 		return nil
 	}
-	inst, err := n.p.start(n.spec, n.host)
+	inst, err := n.p.start(n.spec, n.host.Clock)
 	if err != nil {
 		return fmt.Errorf("%s: %w", n.p.Name, err)
 	}
@@ -199,7 +193,7 @@ func (n *node) Start(context.Context) error {
 // Clock implements target.Node. Every fault lands on the host clock; it
 // reaches the library only as the library reads that clock (see the
 // package doc), which is why Info lists only the kinds that do.
-func (n *node) Clock() target.ClockControl { return hostClock{n} }
+func (n *node) Clock() target.ClockControl { return n.host }
 
 // Maintain implements target.Node: peers need no periodic work.
 func (n *node) Maintain(context.Context) time.Duration { return -1 }
@@ -222,26 +216,6 @@ func (n *node) Close() error {
 	}
 	return nil
 }
-
-// hostClock is the ClockControl of a peer node's host.
-type hostClock struct{ n *node }
-
-// Apply implements target.ClockControl.
-func (c hostClock) Apply(_ context.Context, f target.ClockFault) error {
-	if err := f.ApplyTo(c.n.host); err != nil {
-		return err
-	}
-	_, mono := c.n.env.Base.Now()
-	if until, ok := f.PauseEnd(mono); ok {
-		c.n.mu.Lock()
-		c.n.mu.pausedUntil = until
-		c.n.mu.Unlock()
-	}
-	return nil
-}
-
-// Offset implements target.ClockControl.
-func (c hostClock) Offset(context.Context) (time.Duration, error) { return c.n.host.Offset(), nil }
 
 // compose builds the ID of (tick, node, seq) in layout l, which the caller
 // has validated.

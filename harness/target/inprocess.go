@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/reference"
 	"github.com/snowchaos/snowchaos/harness/scenario"
@@ -68,8 +67,7 @@ func (t *InProcess) Start(ctx context.Context, spec NodeSpec, env Env) (Node, er
 	if env.Base == nil {
 		return nil, fmt.Errorf("%w: no base clock", ErrUnsupported)
 	}
-	n := &procNode{t: t, spec: spec, env: env, clock: faults.New(env.Base)}
-	n.clock.Step(spec.ClockOffset)
+	n := &procNode{t: t, spec: spec, env: env, host: NewHost(env.Base, spec.ClockOffset)}
 	if err := n.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -84,23 +82,22 @@ type issuer interface {
 
 // procNode is an in-process node and its host (clock and disk).
 type procNode struct {
-	t     *InProcess
-	spec  NodeSpec
-	env   Env
-	clock *faults.Clock
-	disk  disk
+	t    *InProcess
+	spec NodeSpec
+	env  Env
+	host *Host
+	disk disk
 
 	rebindDue atomic.Bool // the keeper acquired a lease the generator is not bound to
 
 	mu struct {
 		sync.RWMutex
-		gen         issuer
-		settings    generator.Settings // of gen, for a rebuild
-		keeper      *lease.Keeper
-		worker      int64
-		pausedUntil int64      // base mono ns; 0: not paused
-		leases      LeaseStats // of the keepers stopped so far
-		rebinds     uint64     // of the current keeper
+		gen      issuer
+		settings generator.Settings // of gen, for a rebuild
+		keeper   *lease.Keeper
+		worker   int64
+		leases   LeaseStats // of the keepers stopped so far
+		rebinds  uint64     // of the current keeper
 	}
 }
 
@@ -140,7 +137,7 @@ func (n *procNode) Start(ctx context.Context) error {
 	s := generator.Settings{
 		Layout: n.spec.Layout, Node: n.spec.Worker, Policy: n.spec.Policy,
 		MaxWait: n.spec.MaxWait, MaxLead: n.spec.MaxLead, Reserve: n.spec.Reserve,
-		Clock: n.clock, Observer: n.env.Observer,
+		Clock: n.host.Clock, Observer: n.env.Observer,
 	}
 	if n.t.Reference != "" {
 		g, err := reference.New(n.t.Reference, s)
@@ -164,7 +161,7 @@ func (n *procNode) Start(ctx context.Context) error {
 			Range:               lease.NodeRange(n.spec.Layout.NodeBits),
 			Prefer:              []int64{n.spec.Worker},
 			TTL:                 n.spec.LeaseTTL,
-			Clock:               n.clock,
+			Clock:               n.host.Clock,
 			DisableHandoffGuard: n.spec.NoHandoffGuard,
 			OnChange: func(ev lease.Event) {
 				if ev.Rebind {
@@ -241,16 +238,12 @@ func (n *procNode) LeaseStats() LeaseStats {
 // base clock, for the pause to end, as a paused guest would.
 func (n *procNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 	n.mu.RLock()
-	g, until := n.mu.gen, n.mu.pausedUntil
+	g := n.mu.gen
 	n.mu.RUnlock()
 	if g == nil {
 		return 0, ErrStopped
 	}
-	if until > 0 {
-		if _, mono := n.env.Base.Now(); mono < until {
-			n.env.Base.Sleep(time.Duration(until - mono))
-		}
-	}
+	n.host.WaitPause()
 	return g.NextNContext(ctx, dst)
 }
 
@@ -283,7 +276,7 @@ func (n *procNode) Stop(ctx context.Context, o StopOptions) error {
 }
 
 // Clock implements Node.
-func (n *procNode) Clock() ClockControl { return procClock{n} }
+func (n *procNode) Clock() ClockControl { return n.host }
 
 // Maintain implements Node: it does the lease keeper's due work on the
 // node's clock (Keeper.Tick) and, when the keeper acquired a new lease
@@ -291,15 +284,13 @@ func (n *procNode) Clock() ClockControl { return procClock{n} }
 // does nothing until its pause ends, as a paused VM runs no goroutine.
 func (n *procNode) Maintain(ctx context.Context) time.Duration {
 	n.mu.RLock()
-	k, until := n.mu.keeper, n.mu.pausedUntil
+	k := n.mu.keeper
 	n.mu.RUnlock()
 	if k == nil {
 		return -1
 	}
-	if until > 0 {
-		if _, mono := n.env.Base.Now(); mono < until {
-			return time.Duration(until - mono)
-		}
+	if d := n.host.PauseLeft(); d > 0 {
+		return d
 	}
 	d := k.Tick(ctx)
 	if n.rebindDue.Swap(false) {
@@ -356,23 +347,3 @@ func (n *procNode) Generator() *generator.Generator {
 	g, _ := n.mu.gen.(*generator.Generator)
 	return g
 }
-
-// procClock is the ClockControl of an in-process node's host.
-type procClock struct{ n *procNode }
-
-// Apply implements ClockControl.
-func (c procClock) Apply(_ context.Context, f ClockFault) error {
-	if err := f.ApplyTo(c.n.clock); err != nil {
-		return err
-	}
-	_, mono := c.n.env.Base.Now()
-	if until, ok := f.PauseEnd(mono); ok {
-		c.n.mu.Lock()
-		c.n.mu.pausedUntil = until
-		c.n.mu.Unlock()
-	}
-	return nil
-}
-
-// Offset implements ClockControl.
-func (c procClock) Offset(context.Context) (time.Duration, error) { return c.n.clock.Offset(), nil }
