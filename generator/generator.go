@@ -181,10 +181,7 @@ type Generator struct {
 // ErrInvalidPolicy, ErrInvalidSettings (negative MaxWait, MaxLead or
 // Reserve), ErrCheckpoint (the mark could not be loaded).
 func New(s Settings) (*Generator, error) {
-	if s.Layout.isZero() {
-		s.Layout = DefaultLayout()
-	}
-	s.Layout = s.Layout.normalized()
+	s.Layout = s.Layout.Normalize()
 	if err := s.Layout.Validate(); err != nil {
 		return nil, err
 	}

@@ -92,8 +92,14 @@ func (l Layout) isZero() bool {
 	return l.TimeBits == 0 && l.NodeBits == 0 && l.SeqBits == 0 && l.DatacenterBits == 0
 }
 
-// normalized fills a zero Epoch and Tick with their defaults.
-func (l Layout) normalized() Layout {
+// Normalize returns l with every default filled in: the zero Layout is
+// DefaultLayout(); otherwise a zero Epoch is DefaultEpoch, a zero Tick one
+// millisecond and an empty Name the "T/N/S" description. It is the one
+// place layout defaults are decided; it does not validate.
+func (l Layout) Normalize() Layout {
+	if l.isZero() {
+		return DefaultLayout()
+	}
 	if l.Epoch.IsZero() {
 		l.Epoch = DefaultEpoch
 	}
@@ -130,7 +136,7 @@ var (
 // zero). Each error names the field and its value and wraps
 // ErrInvalidLayout. It does not read a clock; see ValidateAt.
 func (l Layout) Validate() error {
-	l = l.normalized()
+	l = l.Normalize()
 	switch {
 	case l.TimeBits == 0 || l.TimeBits > 63:
 		return fmt.Errorf("%w: TimeBits = %d, want 1..63", ErrInvalidLayout, l.TimeBits)
@@ -160,7 +166,7 @@ func (l Layout) ValidateAt(wallNanos int64) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	l = l.normalized()
+	l = l.Normalize()
 	if wallNanos < l.Epoch.UnixNano() {
 		return fmt.Errorf("%w: Epoch = %s is in the future (now %s)", ErrInvalidLayout,
 			l.Epoch.UTC().Format(time.RFC3339Nano), time.Unix(0, wallNanos).UTC().Format(time.RFC3339Nano))
@@ -192,14 +198,14 @@ func (l Layout) MaxTicks() int64 {
 // (Unix ns), rounded toward minus infinity, so times before the epoch give
 // negative ticks. Costs one integer division.
 func (l Layout) TickOf(wallNanos int64) int64 {
-	l = l.normalized()
+	l = l.Normalize()
 	return floorDiv(wallNanos-l.Epoch.UnixNano(), int64(l.Tick))
 }
 
 // TimeOf returns the start of the given tick, in UTC. It never overflows:
 // ticks beyond the int64 nanosecond range are computed in 128 bits.
 func (l Layout) TimeOf(tick int64) time.Time {
-	l = l.normalized()
+	l = l.Normalize()
 	return addTicks(l.Epoch, tick, int64(l.Tick)).UTC()
 }
 
@@ -275,7 +281,7 @@ type Parts struct {
 // ignored) and never fails; an invalid layout decodes as DefaultLayout's
 // bit widths would not, so validate layouts from outside input first.
 func (l Layout) Decode(id ID) Parts {
-	l = l.normalized()
+	l = l.Normalize()
 	v := uint64(id) &^ (1 << 63)
 	var p Parts
 	p.Seq = int64(v & uint64(l.MaxSeq()))

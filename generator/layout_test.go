@@ -231,10 +231,10 @@ func TestZeroLayoutFields(t *testing.T) {
 	if got := l.Decode(id).Time; !got.Equal(DefaultEpoch.Add(5 * time.Millisecond)) {
 		t.Errorf("zero Epoch/Tick: %v", got)
 	}
-	if n := l.normalized().Name; n != "41/10/12" {
+	if n := l.Normalize().Name; n != "41/10/12" {
 		t.Errorf("derived name %q", n)
 	}
-	if n := (Layout{TimeBits: 39, NodeBits: 16, SeqBits: 8, Tick: 10 * time.Millisecond}).normalized().Name; n != "39/16/8@10ms" {
+	if n := (Layout{TimeBits: 39, NodeBits: 16, SeqBits: 8, Tick: 10 * time.Millisecond}).Normalize().Name; n != "39/16/8@10ms" {
 		t.Errorf("derived name %q", n)
 	}
 }

@@ -316,12 +316,6 @@ func (r *run) followLease(sl *slot) {
 	}
 	r.lease.rebinds += n - sl.rebinds
 	sl.rebinds = n
-	if gn, ok := sl.node.(target.GeneratorNode); ok && sl.nm != nil {
-		if g := gn.Generator(); g != nil {
-			sl.nm.Detach()
-			sl.nm.Attach(g)
-		}
-	}
 	w := sl.node.Worker()
 	if w < 0 || w == sl.worker {
 		r.lease.rebound = append(r.lease.rebound, fmt.Sprintf("%s at %s: lease lost and acquired again: new generator on worker %d", sl.name, Duration(r.now()), w))
@@ -338,7 +332,7 @@ func (r *run) followLease(sl *slot) {
 // startSlot starts the slot's node on its host (a fresh Start), registers
 // its issuer and reports the error; the slot is down on error.
 func (r *run) startSlot(sl *slot) error {
-	env := target.Env{Base: sl.host.base, Observer: sl.observer(), Run: r.runID}
+	env := target.Env{Base: sl.host.base, Metrics: sl.nm, Run: r.runID}
 	if st := r.storeOf(sl.host); st != nil {
 		env.Leases = st
 	}
@@ -365,11 +359,6 @@ func (r *run) afterStart(sl *slot, err error) {
 		if w := sl.node.Worker(); w >= 0 {
 			worker = w
 		}
-		if gn, ok := sl.node.(target.GeneratorNode); ok && sl.nm != nil {
-			if g := gn.Generator(); g != nil {
-				sl.nm.Attach(g)
-			}
-		}
 		if ln, ok := sl.node.(target.LeaseNode); ok {
 			sl.rebinds = ln.LeaseStats().Rebinds
 		}
@@ -389,13 +378,6 @@ func (r *run) afterStart(sl *slot, err error) {
 	r.mu.Lock()
 	sl.issuer = r.mu.v.Register(verify.IssuerSpec{Name: sl.name, Incarnation: sl.incarnation, Worker: worker, Layout: sl.spec.Layout})
 	r.mu.Unlock()
-}
-
-func (sl *slot) observer() generator.Observer {
-	if sl.nm == nil {
-		return nil
-	}
-	return sl.nm
 }
 
 // stopSlot stops the slot's node.

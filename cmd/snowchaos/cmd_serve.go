@@ -11,14 +11,14 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/lease"
 	leaseetcd "github.com/snowchaos/snowchaos/lease/etcd"
-	"github.com/snowchaos/snowchaos/lease/leaseobs"
-	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
+		leasepg "github.com/snowchaos/snowchaos/lease/postgres"
+	"github.com/snowchaos/snowchaos/node"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/server"
 	_ "github.com/snowchaos/snowchaos/server/httptarget" // registers the "http" and "process" harness targets
@@ -130,19 +130,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 type serveNode struct {
 	f        *serveFlags
 	log      *slog.Logger
-	settings generator.Settings
-	srv      *server.Server
-	keeper   *lease.Keeper
+	node     *node.Node
+	srv      atomic.Pointer[server.Server]
 	registry io.Closer
 	tracer   *tracing.Provider
 	nodeMet  *telemetry.NodeMetrics
 	cancel   context.CancelFunc
 	bg       sync.WaitGroup
-
-	mu struct {
-		sync.Mutex
-		gen *generator.Generator
-	}
 }
 
 // buildNode validates the flags and builds everything but the listeners.
@@ -209,26 +203,23 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 	reg.MustRegister(gc)
 	n.nodeMet = gc.MustNode("")
 
-	var clock generator.Clock = generator.SystemClock()
-	var fc *faults.Clock
-	if token != "" || f.faultClock || f.clockOffset != 0 {
-		fc = faults.New(clock)
-		if f.clockOffset != 0 {
-			fc.Step(f.clockOffset)
-		}
-		clock = fc
+	nc := node.Config{
+		Settings: generator.Settings{
+			Layout: layout, Node: f.worker, Policy: policy, MaxWait: f.maxWait, MaxLead: f.maxLead, Reserve: f.reserve,
+		},
+		FaultClock:  token != "" || f.faultClock,
+		ClockOffset: f.clockOffset,
+		Metrics:     n.nodeMet,
+		Log:         n.log,
+		OnRebind:    n.rebound,
 	}
-
-	st := generator.Settings{
-		Layout: layout, Node: f.worker, Policy: policy, MaxWait: f.maxWait, MaxLead: f.maxLead,
-		Reserve: f.reserve, Clock: clock, Observer: n.nodeMet,
-	}
-	var cp generator.Checkpointer
 	if f.checkpoint != "" {
-		cp = generator.NewFileCheckpoint(f.checkpoint)
+		nc.Checkpoint = generator.NewFileCheckpoint(f.checkpoint)
 	}
 	if f.leaseURL != "" {
-		store, closer, err := openLeaseRegistry(ctx, f, clock)
+		// A store keeps its own time: the memory store and etcd's expiry
+		// estimate read the system clock, never the node's fault clock.
+		store, closer, err := openLeaseRegistry(ctx, f, generator.SystemClock())
 		if err != nil {
 			return nil, err
 		}
@@ -237,47 +228,20 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		if err := reg.Register(lc); err != nil {
 			return nil, fmt.Errorf("registering lease metrics: %v", err)
 		}
-		// The observer feeds the snowflake_lease_* series and the lease
-		// spans: state and expiry on every change, expiry and the result
-		// of every renewal, and the handoff wait of every generator start.
-		obs := leaseobs.New(lc.MustNode(""), "")
-		n.keeper, err = obs.NewKeeper(lease.KeeperConfig{
-			Registry: store, Holder: f.holder, Range: lease.NodeRange(layout.NodeBits),
-			Prefer: []int64{f.worker}, TTL: f.leaseTTL, Clock: clock,
-			OnChange: func(ev lease.Event) { n.leaseChanged(bgCtx, ev) },
-		})
-		if err != nil {
-			return nil, err
-		}
-		actx, acancel := context.WithTimeout(ctx, 2*f.leaseTTL+5*time.Second)
-		l, err := n.keeper.Acquire(actx)
-		acancel()
-		if err != nil {
+		nc.LeaseMetrics = lc.MustNode("")
+		nc.Lease = &node.Lease{Registry: store, Holder: f.holder, TTL: f.leaseTTL}
+	}
+	actx, acancel := context.WithTimeout(ctx, 2*f.leaseTTL+5*time.Second)
+	n.node, err = node.New(actx, nc)
+	acancel()
+	if err != nil {
+		if f.leaseURL != "" && n.node == nil && isLeaseError(err) {
 			return nil, fmt.Errorf("acquiring a worker lease from %s: %w", redactDSN(f.leaseURL), err)
 		}
-		n.bg.Add(1)
-		go func() {
-			defer n.bg.Done()
-			n.keeper.Run(bgCtx)
-		}()
-		st.Node = l.WorkerID
-		st.Clock = n.keeper.Clock()
-		st.Fence = n.keeper
-		if leaseCp := obs.Checkpointer(n.keeper); cp != nil {
-			cp = generator.Checkpoints(cp, leaseCp)
-		} else {
-			cp = leaseCp
-		}
-		n.log.Info("lease acquired", "worker", l.WorkerID, "token", l.Token, "until", l.LeasedUntil, "backend", redactDSN(f.leaseURL))
-	}
-	st.Checkpoint = cp
-	n.settings = st
-	gen, err := generator.New(st)
-	if err != nil {
 		return nil, err
 	}
-	n.mu.gen = gen
-	n.nodeMet.Attach(gen)
+	fc := n.node.FaultClock()
+	gen := n.node.Generator()
 
 	cfg := server.Config{
 		Generator: gen, FaultClock: fc, AdminToken: token, AdminAllowRemote: f.adminAllowRemote,
@@ -313,12 +277,24 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 			mon.Run(bgCtx, func(r ntpcheck.Report) { n.log.Debug("ntp check", "summary", ntpcheck.Summary(r)) })
 		}()
 	}
-	n.srv, err = server.New(cfg)
+	srv, err := server.New(cfg)
 	if err != nil {
-		gen.Close()
 		return nil, err
 	}
+	n.srv.Store(srv)
+	// Keep the lease only once the server can take a rebuilt generator.
+	n.node.Run(bgCtx)
 	return n, nil
+}
+
+// isLeaseError reports whether err came from acquiring the lease.
+func isLeaseError(err error) bool {
+	for _, e := range []error{lease.ErrAllTaken, lease.ErrUnavailable, lease.ErrInvalidConfig, lease.ErrInvalidRequest, lease.ErrLost, context.DeadlineExceeded} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // openLeaseRegistry opens the lease backend --lease names.
@@ -363,53 +339,15 @@ func redactDSN(s string) string {
 	return s
 }
 
-// leaseChanged logs the keeper's state changes (the lease observer has
-// already updated the metrics) and, when it acquired a new lease the
-// generator is not bound to, replaces the generator.
-func (n *serveNode) leaseChanged(ctx context.Context, ev lease.Event) {
-	n.log.Info("lease state", "state", ev.State.String(), "worker", ev.Lease.WorkerID, "reason", ev.Reason.String(), "err", ev.Err, "rebind", ev.Rebind)
-	if !ev.Rebind || ctx.Err() != nil {
+// rebound serves the generator the node rebuilt on a new lease.
+func (n *serveNode) rebound(g *generator.Generator) {
+	srv := n.srv.Load()
+	if srv == nil {
 		return
 	}
-	// The keeper calls OnChange from its renewal goroutine; rebinding
-	// there would hold up renewals, so do it aside.
-	n.bg.Add(1)
-	go func() {
-		defer n.bg.Done()
-		n.rebind()
-	}()
-}
-
-// rebind closes the generator bound to the lost lease, binds the keeper to
-// its new lease and serves a new generator with the new worker ID.
-func (n *serveNode) rebind() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.srv == nil || n.mu.gen == nil {
-		return
-	}
-	n.mu.gen.Close()
-	l, err := n.keeper.Rebind()
-	if err != nil {
-		n.log.Error("lease rebind failed; the node keeps refusing", "err", err)
-		return
-	}
-	st := n.settings
-	st.Node = l.WorkerID
-	g, err := generator.New(st)
-	if err != nil {
-		n.log.Error("new generator after rebind failed; the node keeps refusing", "err", err)
-		return
-	}
-	if _, err := n.srv.SetGenerator(g); err != nil {
-		g.Close()
+	if _, err := srv.SetGenerator(g); err != nil {
 		n.log.Error("serving the new generator failed", "err", err)
-		return
 	}
-	n.nodeMet.Detach()
-	n.nodeMet.Attach(g)
-	n.mu.gen = g
-	n.log.Info("serving a new generator after a lease change", "worker", l.WorkerID, "token", l.Token)
 }
 
 // serve listens, prints the addresses and serves until ctx is done.
@@ -427,9 +365,10 @@ func (n *serveNode) serve(ctx context.Context, stdout, stderr io.Writer) int {
 			return exitInvalid
 		}
 	}
-	st := n.srv.Generator().Settings()
+	srv := n.srv.Load()
+	st := srv.Generator().Settings()
 	n.log.Info("serving", "worker", st.Node, "layout", st.Layout.Name, "epoch", st.Layout.Epoch.Format(time.RFC3339),
-		"policy", st.Policy.String(), "max_wait", st.MaxWait, "admin", n.srv.AdminHandler() != nil)
+		"policy", st.Policy.String(), "max_wait", st.MaxWait, "admin", srv.AdminHandler() != nil)
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	if adminLn != nil {
 		fmt.Fprintf(stdout, "admin listening on %s\n", adminLn.Addr())
@@ -437,7 +376,7 @@ func (n *serveNode) serve(ctx context.Context, stdout, stderr io.Writer) int {
 	if f, ok := stdout.(interface{ Sync() error }); ok {
 		f.Sync()
 	}
-	err = n.srv.Serve(ctx, ln, adminLn)
+	err = srv.Serve(ctx, ln, adminLn)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos serve: %v\n", err)
 		if errors.Is(err, server.ErrAdminRemote) || errors.Is(err, server.ErrConfig) {
@@ -445,24 +384,19 @@ func (n *serveNode) serve(ctx context.Context, stdout, stderr io.Writer) int {
 		}
 		return exitFailure
 	}
-	n.log.Info("shut down", "issued", n.srv.Generator().Stats().Issued)
+	n.log.Info("shut down", "issued", srv.Generator().Stats().Issued)
 	return exitOK
 }
 
-// close releases everything in order: the generator (persisting its final
-// mark into the lease), the lease, the background loops, the store, tracing.
+// close releases everything in order: the node (its generator persists
+// its final mark, into the lease too, then the lease is released), the
+// background loops, the store, tracing.
 func (n *serveNode) close() {
-	n.mu.Lock()
-	if n.mu.gen != nil {
-		n.mu.gen.Close()
-	}
-	n.srv = nil
-	n.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if n.keeper != nil {
-		if err := n.keeper.Release(ctx); err != nil {
-			n.log.Warn("releasing the lease", "err", err)
+	if n.node != nil {
+		if err := n.node.Stop(ctx, true); err != nil {
+			n.log.Warn("stopping the node", "err", err)
 		}
 	}
 	if n.cancel != nil {

@@ -59,7 +59,7 @@ func TestServeLeaseMetricsFollowTheKeeper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := n.srv.Registry()
+	reg := n.srv.Load().Registry()
 	closed := false
 	t.Cleanup(func() {
 		if !closed {
@@ -67,7 +67,7 @@ func TestServeLeaseMetricsFollowTheKeeper(t *testing.T) {
 		}
 	})
 
-	st := n.keeper.Stats()
+	st := n.node.Keeper().Stats()
 	if st.State != lease.StateHeld || st.WorkerID != 5 {
 		t.Fatalf("keeper after the acquisition: %+v", st)
 	}
@@ -81,9 +81,9 @@ func TestServeLeaseMetricsFollowTheKeeper(t *testing.T) {
 	// between reading one and the other).
 	var last string
 	testenv.WaitFor(t, 30*time.Second, func() bool {
-		st = n.keeper.Stats()
+		st = n.node.Keeper().Stats()
 		last = leaseMismatch(st, promtest.Samples(t, reg))
-		return st.RenewOK >= 2 && last == "" && n.keeper.Stats() == st
+		return st.RenewOK >= 2 && last == "" && n.node.Keeper().Stats() == st
 	}, "lease series never matched the keeper after two renewals: %s (keeper %+v)\nlog:\n%s", last, st, logs.String())
 	if !st.LeasedUntil.After(first) {
 		t.Errorf("expiry not refreshed by the renewals: %v then %v", first, st.LeasedUntil)
@@ -91,7 +91,7 @@ func TestServeLeaseMetricsFollowTheKeeper(t *testing.T) {
 
 	n.close()
 	closed = true
-	st = n.keeper.Stats()
+	st = n.node.Keeper().Stats()
 	if m := leaseMismatch(st, promtest.Samples(t, reg)); m != "" {
 		t.Errorf("after the release: %s", m)
 	}

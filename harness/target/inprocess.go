@@ -2,16 +2,15 @@ package target
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/reference"
 	"github.com/snowchaos/snowchaos/harness/scenario"
-	"github.com/snowchaos/snowchaos/lease"
+	"github.com/snowchaos/snowchaos/node"
 )
 
 // InProcessName is the name of the in-process generator target.
@@ -43,7 +42,6 @@ type InProcess struct {
 var (
 	_ Target        = (*InProcess)(nil)
 	_ LeaseNode     = (*procNode)(nil)
-	_ GeneratorNode = (*procNode)(nil)
 )
 
 // Info implements Target.
@@ -74,13 +72,21 @@ func (t *InProcess) Start(ctx context.Context, spec NodeSpec, env Env) (Node, er
 	return n, nil
 }
 
-// issuer is what both the generator and the reference generators offer.
+// issuer is what both a node and the reference generators offer.
 type issuer interface {
-	NextNContext(ctx context.Context, dst []generator.ID) (int, error)
-	Close() error
+	Issue(ctx context.Context, dst []generator.ID) (int, error)
 }
 
-// procNode is an in-process node and its host (clock and disk).
+// refIssuer adapts a reference generator.
+type refIssuer struct{ g reference.Generator }
+
+func (r refIssuer) Issue(ctx context.Context, dst []generator.ID) (int, error) {
+	return r.g.NextNContext(ctx, dst)
+}
+
+// procNode is an in-process node on its host (clock and disk). The
+// generator package runs as a node.Node, composed as snowchaos serve
+// composes it; a reference generator runs bare.
 type procNode struct {
 	t    *InProcess
 	spec NodeSpec
@@ -88,16 +94,11 @@ type procNode struct {
 	host *Host
 	disk disk
 
-	rebindDue atomic.Bool // the keeper acquired a lease the generator is not bound to
-
 	mu struct {
 		sync.RWMutex
-		gen      issuer
-		settings generator.Settings // of gen, for a rebuild
-		keeper   *lease.Keeper
-		worker   int64
-		leases   LeaseStats // of the keepers stopped so far
-		rebinds  uint64     // of the current keeper
+		node   *node.Node // nil for a reference generator or while stopped
+		ref    reference.Generator
+		leases LeaseStats // of the nodes stopped so far
 	}
 }
 
@@ -131,93 +132,60 @@ func (d *disk) wipe() {
 func (n *procNode) Start(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.mu.gen != nil {
+	if n.mu.node != nil || n.mu.ref != nil {
 		return nil
 	}
 	s := generator.Settings{
 		Layout: n.spec.Layout, Node: n.spec.Worker, Policy: n.spec.Policy,
 		MaxWait: n.spec.MaxWait, MaxLead: n.spec.MaxLead, Reserve: n.spec.Reserve,
-		Clock: n.host.Clock, Observer: n.env.Observer,
+		Clock: n.host.Clock,
 	}
 	if n.t.Reference != "" {
+		if n.env.Metrics != nil {
+			s.Observer = n.env.Metrics
+		}
 		g, err := reference.New(n.t.Reference, s)
 		if err != nil {
 			return err
 		}
-		n.mu.gen, n.mu.worker = g, s.Node
+		n.mu.ref = g
 		return nil
 	}
+	cfg := node.Config{Settings: s, Metrics: n.env.Metrics, Name: n.spec.Name}
 	if n.spec.Checkpoint {
-		s.Checkpoint = &n.disk
+		cfg.Checkpoint = &n.disk
 	}
-	var k *lease.Keeper
 	if n.spec.Lease == scenario.LeaseMemory {
 		if n.env.Leases == nil {
 			return fmt.Errorf("%w: node %s leases from memory but the run has no registry", ErrUnsupported, n.spec.Name)
 		}
-		cfg := lease.KeeperConfig{
-			Registry:            n.env.Leases,
-			Holder:              n.spec.Host,
-			Range:               lease.NodeRange(n.spec.Layout.NodeBits),
-			Prefer:              []int64{n.spec.Worker},
-			TTL:                 n.spec.LeaseTTL,
-			Clock:               n.host.Clock,
-			DisableHandoffGuard: n.spec.NoHandoffGuard,
-			OnChange: func(ev lease.Event) {
-				if ev.Rebind {
-					n.rebindDue.Store(true)
-				}
-			},
-		}
-		if r := n.spec.WorkerRange; r != nil {
-			cfg.Range = *r
-		}
-		if n.spec.NoPauseCheck {
-			cfg.PauseThreshold = time.Duration(math.MaxInt64)
-		}
-		var err error
-		k, err = lease.NewKeeper(cfg)
-		if err != nil {
-			return err
-		}
 		// One attempt: a node that cannot reach the store fails to start
 		// (the harness decides when to try again); waiting here would stall
 		// a simulation, whose store comes back only as its time moves on.
-		l, err := k.TryAcquire(ctx)
-		if err != nil {
-			n.mu.leases = n.mu.leases.Add(keeperStats(k))
-			return fmt.Errorf("node %s: %w", n.spec.Name, err)
-		}
-		s.Node, s.Fence, s.Clock = l.WorkerID, k, k.Clock()
-		if n.spec.NoFence {
-			s.Fence = nil
-		}
-		if s.Checkpoint != nil {
-			s.Checkpoint = generator.Checkpoints(s.Checkpoint, k)
-		} else {
-			s.Checkpoint = k
+		cfg.Lease = &node.Lease{
+			Registry: n.env.Leases, Holder: n.spec.Host, Range: n.spec.WorkerRange, TTL: n.spec.LeaseTTL, OneAttempt: true,
+			Controls: node.Controls{NoHandoffGuard: n.spec.NoHandoffGuard, NoPauseCheck: n.spec.NoPauseCheck, NoFence: n.spec.NoFence},
 		}
 	}
-	g, err := generator.New(s)
+	nd, err := node.New(ctx, cfg)
 	if err != nil {
-		if k != nil {
-			_ = k.Release(ctx)
-			n.mu.leases = n.mu.leases.Add(keeperStats(k))
+		if cfg.Lease != nil {
+			return fmt.Errorf("node %s: %w", n.spec.Name, err)
 		}
 		return err
 	}
-	n.rebindDue.Store(false)
-	n.mu.gen, n.mu.settings, n.mu.keeper, n.mu.worker, n.mu.rebinds = g, s, k, s.Node, 0
+	n.mu.node = nd
 	return nil
 }
 
-// keeperStats converts a Keeper's counters.
-func keeperStats(k *lease.Keeper) LeaseStats {
-	st := k.Stats()
+// nodeStats converts a node's lease counters.
+func nodeStats(nd *node.Node) LeaseStats {
+	st := nd.LeaseStats()
 	return LeaseStats{
 		Acquisitions: st.Acquisitions, AcquireErrors: st.AcquireErrs,
 		RenewOK: st.RenewOK, RenewFailed: st.RenewFailed, RenewLost: st.RenewLost,
 		Fenced: st.Fenced, ClockJumps: st.ClockJumps, HandoffWaits: st.HandoffWaits,
+		Rebinds: nd.Rebinds(),
 	}
 }
 
@@ -226,10 +194,8 @@ func (n *procNode) LeaseStats() LeaseStats {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	st := n.mu.leases
-	if k := n.mu.keeper; k != nil {
-		cur := keeperStats(k)
-		cur.Rebinds = n.mu.rebinds
-		st = st.Add(cur)
+	if nd := n.mu.node; nd != nil {
+		st = st.Add(nodeStats(nd))
 	}
 	return st
 }
@@ -238,35 +204,39 @@ func (n *procNode) LeaseStats() LeaseStats {
 // base clock, for the pause to end, as a paused guest would.
 func (n *procNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 	n.mu.RLock()
-	g := n.mu.gen
+	nd, ref := n.mu.node, n.mu.ref
 	n.mu.RUnlock()
-	if g == nil {
+	var is issuer
+	switch {
+	case nd != nil:
+		is = nd
+	case ref != nil:
+		is = refIssuer{ref}
+	default:
 		return 0, ErrStopped
 	}
 	n.host.WaitPause()
-	return g.NextNContext(ctx, dst)
+	k, err := is.Issue(ctx, dst)
+	if errors.Is(err, node.ErrStopped) {
+		err = ErrStopped
+	}
+	return k, err
 }
 
 // Stop implements Node.
 func (n *procNode) Stop(ctx context.Context, o StopOptions) error {
 	n.mu.Lock()
-	g, k, rebinds := n.mu.gen, n.mu.keeper, n.mu.rebinds
-	n.mu.gen, n.mu.keeper, n.mu.worker, n.mu.rebinds = nil, nil, -1, 0
+	nd, ref := n.mu.node, n.mu.ref
+	n.mu.node, n.mu.ref = nil, nil
 	n.mu.Unlock()
 	var err error
-	if o.Graceful && g != nil {
-		err = g.Close()
-		if k != nil {
-			if e := k.Release(ctx); e != nil && err == nil {
-				err = e
-			}
-		}
+	if ref != nil && o.Graceful {
+		err = ref.Close()
 	}
-	if k != nil {
-		st := keeperStats(k)
-		st.Rebinds = rebinds
+	if nd != nil {
+		err = nd.Stop(ctx, o.Graceful)
 		n.mu.Lock()
-		n.mu.leases = n.mu.leases.Add(st)
+		n.mu.leases = n.mu.leases.Add(nodeStats(nd))
 		n.mu.Unlock()
 	}
 	if o.Wipe {
@@ -278,72 +248,37 @@ func (n *procNode) Stop(ctx context.Context, o StopOptions) error {
 // Clock implements Node.
 func (n *procNode) Clock() ClockControl { return n.host }
 
-// Maintain implements Node: it does the lease keeper's due work on the
-// node's clock (Keeper.Tick) and, when the keeper acquired a new lease
-// after losing its old one, rebuilds the generator on it. A paused node
-// does nothing until its pause ends, as a paused VM runs no goroutine.
+// Maintain implements Node: the node's lease work due now, on the node's
+// clock (node.Node.Maintain: the keeper's renewals and a rebind after a
+// lost lease). A paused node does nothing until its pause ends, as a
+// paused VM runs no goroutine.
 func (n *procNode) Maintain(ctx context.Context) time.Duration {
 	n.mu.RLock()
-	k := n.mu.keeper
+	nd := n.mu.node
 	n.mu.RUnlock()
-	if k == nil {
+	if nd == nil || nd.Keeper() == nil {
 		return -1
 	}
 	if d := n.host.PauseLeft(); d > 0 {
 		return d
 	}
-	d := k.Tick(ctx)
-	if n.rebindDue.Swap(false) {
-		n.rebind(k)
-	}
-	return d
-}
-
-// rebind closes the generator bound to the lost lease, binds the keeper to
-// its new one and builds a generator with the new worker ID. While that
-// fails (the new lease was lost again at once) the node keeps refusing:
-// the keeper's next acquisition asks for another rebind.
-func (n *procNode) rebind(k *lease.Keeper) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.mu.keeper != k || n.mu.gen == nil {
-		return
-	}
-	_ = n.mu.gen.Close() // its final mark cannot reach the lost lease: Save is fenced
-	l, err := k.Rebind()
-	if err != nil {
-		return
-	}
-	s := n.mu.settings
-	s.Node = l.WorkerID
-	g, err := generator.New(s)
-	if err != nil {
-		return
-	}
-	n.mu.gen, n.mu.settings, n.mu.worker = g, s, l.WorkerID
-	n.mu.rebinds++
+	return nd.Maintain(ctx)
 }
 
 // Worker implements Node.
 func (n *procNode) Worker() int64 {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	if n.mu.gen == nil {
-		return -1
+	switch {
+	case n.mu.node != nil:
+		return n.mu.node.Worker()
+	case n.mu.ref != nil:
+		return n.spec.Worker
 	}
-	return n.mu.worker
+	return -1
 }
 
 // Close implements Node: a graceful stop.
 func (n *procNode) Close() error {
 	return n.Stop(context.Background(), StopOptions{Graceful: true})
-}
-
-// Generator returns the running generator when the node runs the
-// generator package (for metrics), else nil.
-func (n *procNode) Generator() *generator.Generator {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	g, _ := n.mu.gen.(*generator.Generator)
-	return g
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/lease"
+	"github.com/snowchaos/snowchaos/telemetry"
 )
 
 // Target starts nodes of one kind of generator. Implementations are safe
@@ -165,8 +166,9 @@ type Env struct {
 	// Leases is the run's lease registry, shared by every node of the
 	// run; nil when no node leases.
 	Leases lease.Registry
-	// Observer, when set, receives the generator's events.
-	Observer generator.Observer
+	// Metrics, when set, receives the generator's events; nodes that run
+	// the generator package also let it read their counters.
+	Metrics *telemetry.NodeMetrics
 	// Run identifies the run (scenario, target, seed and a sequence number
 	// unique within this process). Targets that keep per-run state outside
 	// the process, such as a lease schema in a shared store, key it by Run
@@ -205,13 +207,6 @@ type Node interface {
 	Worker() int64
 	// Close stops the node for good and frees its resources.
 	Close() error
-}
-
-// GeneratorNode is implemented by nodes that run the generator package in
-// this process; the harness reads the generator's counters for metrics.
-type GeneratorNode interface {
-	// Generator returns the running generator, or nil while stopped.
-	Generator() *generator.Generator
 }
 
 // LeaseNode is implemented by nodes that hold a worker-ID lease; the
