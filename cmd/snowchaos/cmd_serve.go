@@ -17,7 +17,7 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/lease"
 	leaseetcd "github.com/snowchaos/snowchaos/lease/etcd"
-		leasepg "github.com/snowchaos/snowchaos/lease/postgres"
+	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
 	"github.com/snowchaos/snowchaos/node"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/server"

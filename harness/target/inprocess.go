@@ -40,8 +40,8 @@ type InProcess struct {
 }
 
 var (
-	_ Target        = (*InProcess)(nil)
-	_ LeaseNode     = (*procNode)(nil)
+	_ Target    = (*InProcess)(nil)
+	_ LeaseNode = (*procNode)(nil)
 )
 
 // Info implements Target.
