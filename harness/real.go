@@ -10,17 +10,25 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 )
 
-// realDriver runs the clients of a real-mode run: one goroutine each, on
-// the wall clock, sending at the plan's full rate (no sampling). A client
-// is one sequential stream: a slow answer delays its next request, but the
-// request's reference time is when it was due, so the delay counts in its
-// wait (no coordinated omission).
+// realDriver runs a run on the wall clock: the lifecycle's events in the
+// goroutine that called runReal, at their times; each client in a
+// goroutine of its own, sending at the plan's full rate (no sampling). A
+// client is one sequential stream: a slow answer delays its next request,
+// but the request's reference time is when it was due, so the delay
+// counts in its wait (no coordinated omission). Clients see the slots
+// only through their published views (see run).
 type realDriver struct {
-	clk  generator.Clock
-	mono int64 // monotonic reading at the run's start
-	wg   sync.WaitGroup
-	done atomic.Bool
+	l     *lifecycle
+	clk   generator.Clock
+	mono  int64 // monotonic reading at the run's start
+	q     eventQueue
+	seq   uint64
+	nextC int // clients made so far
+	wg    sync.WaitGroup
+	done  atomic.Bool
 }
+
+var _ driver = (*realDriver)(nil)
 
 // now returns the offset from the run's start on the monotonic clock.
 func (d *realDriver) now() time.Duration {
@@ -28,12 +36,28 @@ func (d *realDriver) now() time.Duration {
 	return time.Duration(m - d.mono)
 }
 
+func (d *realDriver) schedule(at time.Duration, ev event) { d.q.schedule(&d.seq, at, ev) }
+
+func (d *realDriver) newHost(time.Duration) *hostTruth {
+	return &hostTruth{base: d.clk, real: d.now, shadow: faults.New(d.clk)}
+}
+
+func (d *realDriver) addClients(si int, at time.Duration) {
+	r := d.l.run
+	for k := 0; k < r.plan.clients; k++ {
+		c := &client{idx: d.nextC, slot: si}
+		d.nextC++
+		c.rng = r.rng(uint64(c.idx) + 1)
+		d.spawn(c, at)
+	}
+}
+
 // sleepUntil sleeps until offset t, in steps so that the end of the run
 // or a cancelled context is noticed within 20 ms; false when it should
 // stop instead.
-func (d *realDriver) sleepUntil(s *sim, t time.Duration) bool {
+func (d *realDriver) sleepUntil(t time.Duration) bool {
 	for {
-		if d.done.Load() || s.ctx.Err() != nil {
+		if d.done.Load() || d.l.ctx.Err() != nil {
 			return false
 		}
 		left := t - d.now()
@@ -45,88 +69,72 @@ func (d *realDriver) sleepUntil(s *sim, t time.Duration) bool {
 }
 
 // spawn starts client c, whose first request is due after t.
-func (d *realDriver) spawn(s *sim, c *simClient, t time.Duration) {
+func (d *realDriver) spawn(c *client, t time.Duration) {
+	r := d.l.run
+	// The slot's view, or the live set, as published now: slots are the
+	// driver's, clients read only what it published.
+	var own *slot
+	if c.slot >= 0 {
+		own = r.slots[c.slot]
+	}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		buf := make([]generator.ID, s.plan.batch)
-		next := s.plan.pace(t, true, c.rng)
-		for next >= 0 && next < s.s.Duration {
-			if !d.sleepUntil(s, next) {
+		buf := make([]generator.ID, r.plan.batch)
+		next := r.plan.pace(t, true, c.rng)
+		for next >= 0 && next < r.s.Duration {
+			if !d.sleepUntil(next) {
 				return
 			}
-			s.life.RLock()
-			var cal callee
-			alive := false
-			if c.slot >= 0 {
-				sl := s.mu.slots[c.slot]
-				cal, alive = sl.callee(), sl.alive
-			} else if sl := s.pick(c.rng); sl != nil {
-				cal, alive = sl.callee(), true
+			sl := own
+			if sl == nil {
+				sl = r.pick(c.rng)
 			}
-			s.life.RUnlock()
-			if !alive {
+			if sl == nil {
 				return
 			}
-			arrive := next
-			var end time.Duration
-			failed := false
-			if !cal.up {
-				s.recordDown(cal, c.idx, arrive)
-				end, failed = arrive, true
-			} else {
-				n, err := cal.node.Issue(s.ctx, buf)
-				end = d.now()
-				s.record(cal, c.idx, arrive, end, buf[:n], err)
-				failed = err != nil
+			v := sl.current()
+			if own != nil && !v.alive {
+				return // a clone that ended: its clients stop
 			}
-			s.mu.Lock()
-			stop := s.mu.stopped
-			s.mu.Unlock()
-			if stop {
+			end, err := r.call(v, c.idx, next, buf, d.now)
+			if r.stopped() {
 				return
 			}
-			next = s.plan.after(arrive, end, failed, c.rng)
+			next = r.plan.after(next, end, err != nil, c.rng)
 		}
 	}()
 }
 
 // runReal runs r on the wall clock: the nodes' hosts share the system
-// clock, each under its own fault clock; the lifecycle events run in this
-// goroutine at their times, the clients in their own.
+// clock, each under its own fault clock.
 func runReal(r *run, res *Result) {
 	clk := generator.SystemClock()
 	wall0, mono0 := clk.Now()
 	d := &realDriver{clk: clk, mono: mono0}
+	d.l = &lifecycle{run: r, d: d}
 	r.start = time.Unix(0, wall0).UTC()
 	r.startNs = wall0
-	r.now = d.now
-	s := &sim{run: r, real: d}
-	mk := func(time.Duration) *host { return &host{base: clk, real: d.now, shadow: faults.New(clk)} }
-	s.life.Lock()
-	ok := s.setup(res, mk, clk)
-	if ok {
-		if r.plan.perNode {
-			for si := range r.mu.slots {
-				s.addClients(si, 0)
-			}
-		} else {
-			s.addClients(-1, 0)
-		}
-	}
-	s.life.Unlock()
-	if !ok {
+	if !d.l.setup(res, clk) {
 		return
 	}
+	if r.plan.perNode {
+		for si := range r.slots {
+			d.addClients(si, 0)
+		}
+	} else {
+		d.addClients(-1, 0)
+	}
+	var events uint64
 	lastProgress := time.Duration(0)
-	for s.q.Len() > 0 {
-		e := s.q[0]
+	for d.q.Len() > 0 && !r.stopped() {
+		e := d.q[0]
 		if e.at >= r.s.Duration {
 			break
 		}
 		// Wake at least every 250 ms for progress.
 		if wait := e.at - d.now(); wait > 0 {
-			if !d.sleepUntil(s, min(e.at, d.now()+250*time.Millisecond)) {
+			if !d.sleepUntil(min(e.at, d.now()+250*time.Millisecond)) {
 				break
 			}
 			if t := d.now(); t-lastProgress >= 250*time.Millisecond {
@@ -135,24 +143,13 @@ func runReal(r *run, res *Result) {
 			}
 			continue
 		}
-		heap.Pop(&s.q)
-		s.life.Lock()
-		s.t = d.now()
-		s.events++
-		s.handle(e)
-		s.life.Unlock()
-		s.mu.Lock()
-		stop := s.mu.stopped
-		s.mu.Unlock()
-		if stop {
-			break
-		}
+		heap.Pop(&d.q)
+		events++
+		e.ev.apply(d.l)
+		d.l.changed()
 	}
-	for {
-		s.mu.Lock()
-		stop := s.mu.stopped
-		s.mu.Unlock()
-		if stop || !d.sleepUntil(s, min(r.s.Duration, d.now()+250*time.Millisecond)) || d.now() >= r.s.Duration {
+	for !r.stopped() && d.now() < r.s.Duration {
+		if !d.sleepUntil(min(r.s.Duration, d.now()+250*time.Millisecond)) {
 			break
 		}
 		r.progress(d.now(), false)
@@ -163,5 +160,5 @@ func runReal(r *run, res *Result) {
 		res.Error = "interrupted: " + err.Error()
 	}
 	r.progress(min(d.now(), r.s.Duration), true)
-	r.finish(res, s.events)
+	r.finish(res, events)
 }

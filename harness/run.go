@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
@@ -20,20 +19,25 @@ import (
 	"github.com/snowchaos/snowchaos/verify"
 )
 
-// run is the state one scenario x target run shares between the simulated
-// and the real-time driver: the nodes (slots), the verifier, the faults'
-// confirmation, the timeline and the history. In real mode several
-// goroutines use it, so mu guards it; the simulated driver is one
-// goroutine and pays only for uncontended locks.
+// run is the state of one scenario x target run, shared by its driver
+// (simulated or real, see sim.go and real.go) and, in real mode, the
+// client goroutines.
+//
+// The locking rule: the driver's goroutine owns the lifecycle (the slots
+// and everything in them, the hosts, the lease store and its links, the
+// fault results, the lease log). Clients never touch it: they read a
+// slot's published view (slot.current) and the published list of live
+// slots (run.live). What clients and the driver both write, the
+// verifier's state and what is derived from each call, sits in r.mu and
+// is touched only under it.
 type run struct {
+	job     *job
 	s       *scenario.Scenario
-	st      scenario.Target // with the resolved overrides
+	st      scenario.Target // the target entry with its overrides
 	tgt     target.Target
 	info    target.Info
 	runID   string // Env.Run: scenario/target/seed/sequence
 	opts    *Options
-	mode    scenario.Mode
-	seed    int64
 	plan    *plan
 	ctx     context.Context
 	start   time.Time // reference wall time at offset 0
@@ -42,190 +46,52 @@ type run struct {
 	// expectDups is true when the target is expected to issue duplicates
 	// (fail-fast then does not stop on them).
 	expectDups bool
-	// now returns the run's current offset (reference time since start).
-	now func() time.Duration
+	metrics    *telemetry.HarnessMetrics
+	gens       *telemetry.GeneratorCollector
 
 	mu struct {
 		sync.Mutex
 		v       *verify.Verifier
-		slots   []*slot
-		faults  []FaultResult // by scenario fault index
-		tl      *timeline
+		tl      *timeline // nil without Options.Timeline
+		hist    *historyWriter
 		stopped bool
 	}
+
+	// live is the published list of slots that take requests (alive
+	// ones); the driver replaces it whenever the set changes.
+	live atomic.Pointer[[]*slot]
+
+	// Owned by the driver's goroutine.
+	slots  []*slot
+	faults []FaultResult // by scenario fault index
 	leases *lease.Memory
-	// lease is what the run's lease keepers did, for the report; guarded
-	// by the lifecycle (one goroutine at a time).
-	lease   leaseLog
-	hist    *historyWriter
-	metrics *telemetry.HarnessMetrics
-	gens    *telemetry.GeneratorCollector
-	hosts   int // hosts made so far, for names
-	// life serialises lifecycle changes (faults) with real-mode clients
-	// reading the slots.
-	life sync.RWMutex
-}
-
-// slot is one node position: a declared node, or a clone. It keeps its
-// name across restarts and handoffs (new incarnations).
-type slot struct {
-	idx         int
-	name        string
-	spec        target.NodeSpec
-	node        target.Node // nil when the target failed to start it
-	up          bool        // serving requests
-	clone       bool
-	alive       bool // false once a clone has ended
-	incarnation int
-	issuer      verify.IssuerID
-	worker      int64         // the worker the issuer was registered with
-	pending     bool          // the issuer was registered by a start that failed
-	rebinds     uint64        // the node's LeaseStats.Rebinds last seen
-	poked       time.Duration // simulated: when a deferred poke is due (see sim.poke)
-	gen         int           // lifecycle generation: stale events are dropped
-	host        *host
-	series      *NodeSeries
-	nm          *telemetry.NodeMetrics
-	downReason  string
-}
-
-// callee is what a request saw of its slot when it was sent: real-mode
-// clients take it under the run's lifecycle lock, then call without it.
-type callee struct {
-	sl          *slot
-	node        target.Node
-	up          bool
-	issuer      verify.IssuerID
-	incarnation int
-	downReason  string
-}
-
-func (sl *slot) callee() callee {
-	return callee{sl: sl, node: sl.node, up: sl.up, issuer: sl.issuer, incarnation: sl.incarnation, downReason: sl.downReason}
-}
-
-// host is the machine a node runs on: its true-time base clock, and the
-// shadow clock that applies the same faults to true time so the harness
-// knows what the node's clock should read.
-type host struct {
-	base   generator.Clock
-	virt   *faults.Virtual // simulated mode
-	origin time.Duration   // simulated: run offset at which virt started
-	real   func() time.Duration
-	shadow *faults.Clock
-	store  *storeLink // the host's way to the run's lease store; nil until a node leases
-}
-
-// storeLink is one host's connection to the run's lease store. A partition
-// cuts it: the host's calls fail as unavailable while other hosts still
-// reach the store.
-type storeLink struct {
-	lease.Registry
-	cut atomic.Bool
-}
-
-var _ lease.Registry = (*storeLink)(nil)
-
-func (l *storeLink) check() error {
-	if l.cut.Load() {
-		return fmt.Errorf("%w: host partitioned from the lease store", lease.ErrUnavailable)
-	}
-	return nil
-}
-
-func (l *storeLink) Acquire(ctx context.Context, req lease.Request) (lease.Lease, error) {
-	if err := l.check(); err != nil {
-		return lease.Lease{}, err
-	}
-	return l.Registry.Acquire(ctx, req)
-}
-
-func (l *storeLink) Renew(ctx context.Context, le lease.Lease, lastIssuedMs int64) (lease.Lease, error) {
-	if err := l.check(); err != nil {
-		return lease.Lease{}, err
-	}
-	return l.Registry.Renew(ctx, le, lastIssuedMs)
-}
-
-func (l *storeLink) Release(ctx context.Context, le lease.Lease, lastIssuedMs int64) error {
-	if err := l.check(); err != nil {
-		return err
-	}
-	return l.Registry.Release(ctx, le, lastIssuedMs)
-}
-
-func (l *storeLink) List(ctx context.Context) ([]lease.Lease, error) {
-	if err := l.check(); err != nil {
-		return nil, err
-	}
-	return l.Registry.List(ctx)
-}
-
-// storeOf returns the host's link to the run's lease store (nil when the
-// run has none).
-func (r *run) storeOf(h *host) *storeLink {
-	if r.leases == nil {
-		return nil
-	}
-	if h.store == nil {
-		h.store = &storeLink{Registry: r.leases}
-	}
-	return h.store
-}
-
-// hostNow is the host's true time as an offset from the run's start.
-func hostNow(h *host) time.Duration {
-	if h.virt == nil {
-		return h.real()
-	}
-	return h.origin + h.virt.Elapsed()
-}
-
-// advance brings a simulated host's clock up to t (never back); real
-// hosts need nothing.
-func advance(h *host, t time.Duration) {
-	if h.virt == nil {
-		return
-	}
-	if d := t - hostNow(h); d > 0 {
-		h.virt.Advance(d)
-	}
+	lease  leaseLog
+	hosts  int // hosts made so far, for names
 }
 
 // realTolerance is the least offset tolerance in real mode.
 const realTolerance = time.Millisecond
 
-// newRun prepares a run; the driver then starts the nodes.
-func newRun(ctx context.Context, s *scenario.Scenario, t scenario.Target, o *Options) (*run, error) {
-	tg, rt, err := resolve(t)
+// newRun prepares job's run; the driver then starts the nodes.
+func newRun(ctx context.Context, j *job, o *Options) (*run, error) {
+	s := j.s
+	p, err := newPlan(s, j.mode == scenario.ModeSimulated)
 	if err != nil {
 		return nil, err
 	}
-	mode := s.Mode
-	if o.Mode != "" {
-		mode = o.Mode
-	}
-	seed := s.Seed
-	if o.Seed != nil {
-		seed = *o.Seed
-	}
-	p, err := newPlan(s, mode == scenario.ModeSimulated)
-	if err != nil {
-		return nil, err
-	}
-	r := &run{s: s, st: rt, tgt: tg, info: tg.Info(), opts: o, mode: mode, seed: seed, plan: p, ctx: ctx,
+	r := &run{job: j, s: s, st: j.b.rt, tgt: j.b.tgt, info: j.b.info, opts: o, plan: p, ctx: ctx,
 		metrics: o.Metrics, gens: o.Generators}
-	r.runID = fmt.Sprintf("%s/%s/%d/%d", s.Name, rt.Name, seed, runSeq.Add(1))
+	r.runID = fmt.Sprintf("%s/%s/%d/%d", s.Name, j.b.rt.Name, j.seed, runSeq.Add(1))
 	r.tol = r.info.Caps.OffsetTolerance
 	if r.tol <= 0 {
 		r.tol = target.DefaultOffsetTolerance
 	}
-	if mode == scenario.ModeReal {
+	if j.mode == scenario.ModeReal {
 		// The node's offset and its shadow's are read at slightly
 		// different real instants.
 		r.tol = max(r.tol, realTolerance)
 	}
-	for _, e := range s.ChecksFor(t.Name) {
+	for _, e := range s.ChecksFor(j.b.t.Name) {
 		if e.Expected && e.Metric == scenario.MetricDuplicates && e.Holds(1) && !e.Holds(0) {
 			r.expectDups = true
 		}
@@ -235,29 +101,29 @@ func newRun(ctx context.Context, s *scenario.Scenario, t scenario.Target, o *Opt
 		layout = s.Nodes[0].Layout
 	}
 	r.mu.v = verify.New(verify.Config{Layout: layout, MaxDetails: 20})
-	r.mu.faults = make([]FaultResult, len(s.Faults))
+	r.faults = make([]FaultResult, len(s.Faults))
 	for i, f := range s.Faults {
-		r.mu.faults[i] = FaultResult{Name: f.Name, Kind: string(f.Kind), At: Duration(f.At)}
+		r.faults[i] = FaultResult{Name: f.Name, Kind: string(f.Kind), At: Duration(f.At)}
 	}
 	return r, nil
 }
 
 // rng returns a deterministic generator for stream k of the run.
 func (r *run) rng(k uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(uint64(r.seed), k*0x9e3779b97f4a7c15+1))
+	return rand.New(rand.NewPCG(uint64(r.job.seed), k*0x9e3779b97f4a7c15+1))
 }
+
+// simulated reports whether the run is on virtual time.
+func (r *run) simulated() bool { return r.job.mode == scenario.ModeSimulated }
 
 // windows registers the fault windows with the verifier.
 func (r *run) windows() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, f := range r.s.Faults {
 		a, b := f.Observed(r.s.Duration)
 		r.mu.v.FaultWindow(f.Name, r.startNs+int64(a), r.startNs+int64(b))
 	}
-}
-
-// specFor returns the NodeSpec of a declared node under this run's target.
-func (r *run) specFor(n scenario.Node) target.NodeSpec {
-	return target.SpecOf(r.st.Apply(n))
 }
 
 // runSeq numbers the runs of this process, for Env.Run.
@@ -279,6 +145,18 @@ func (r *run) usesLeases() bool {
 	return false
 }
 
+// storeOf returns the host's link to the run's lease store (nil when the
+// run has none).
+func (r *run) storeOf(h *hostTruth) *storeLink {
+	if r.leases == nil {
+		return nil
+	}
+	if h.store == nil {
+		h.store = &storeLink{Registry: r.leases}
+	}
+	return h.store
+}
+
 // leaseLog records what the run's leases did: starts the lease refused and
 // generators rebuilt on a new lease.
 type leaseLog struct {
@@ -287,120 +165,59 @@ type leaseLog struct {
 	rebinds uint64
 }
 
-// refusedStart reports whether err is the lease refusing the node a worker
-// ID (every one in its range held), and logs it.
-func (r *run) refusedStart(sl *slot, err error) bool {
-	if !errors.Is(err, lease.ErrAllTaken) {
-		return false
-	}
-	msg := strings.TrimPrefix(err.Error(), "node "+sl.name+": ")
-	r.lease.refused = append(r.lease.refused, fmt.Sprintf("%s at %s: %s", sl.name, Duration(r.now()), msg))
-	return true
-}
-
-// followLease notes a node whose lease keeper lost its lease and whose
-// generator was rebuilt on a new one (in Maintain): the node's metrics
-// follow the new generator, and a new worker ID makes a new incarnation,
-// so the verifier checks it as the worker's new issuer.
-func (r *run) followLease(sl *slot) {
-	if sl.node == nil || !sl.up {
-		return
-	}
-	ln, ok := sl.node.(target.LeaseNode)
-	if !ok {
-		return
-	}
-	n := ln.LeaseStats().Rebinds
-	if n == sl.rebinds {
-		return
-	}
-	r.lease.rebinds += n - sl.rebinds
-	sl.rebinds = n
-	w := sl.node.Worker()
-	if w < 0 || w == sl.worker {
-		r.lease.rebound = append(r.lease.rebound, fmt.Sprintf("%s at %s: lease lost and acquired again: new generator on worker %d", sl.name, Duration(r.now()), w))
-		return
-	}
-	r.lease.rebound = append(r.lease.rebound, fmt.Sprintf("%s at %s: lease lost: new generator on worker %d (was %d), incarnation %d", sl.name, Duration(r.now()), w, sl.worker, sl.incarnation+1))
-	sl.incarnation++
-	sl.worker = w
+// stopped reports whether the run was stopped (fail-fast).
+func (r *run) stopped() bool {
 	r.mu.Lock()
-	sl.issuer = r.mu.v.Register(verify.IssuerSpec{Name: sl.name, Incarnation: sl.incarnation, Worker: w, Layout: sl.spec.Layout})
-	r.mu.Unlock()
-}
-
-// startSlot starts the slot's node on its host (a fresh Start), registers
-// its issuer and reports the error; the slot is down on error.
-func (r *run) startSlot(sl *slot) error {
-	env := target.Env{Base: sl.host.base, Metrics: sl.nm, Run: r.runID}
-	if st := r.storeOf(sl.host); st != nil {
-		env.Leases = st
-	}
-	n, err := r.tgt.Start(r.ctx, sl.spec, env)
-	sl.node = n
-	r.afterStart(sl, err)
-	return err
-}
-
-// restartSlot starts a stopped node again on the same host.
-func (r *run) restartSlot(sl *slot) error {
-	if sl.node == nil {
-		return r.startSlot(sl)
-	}
-	err := sl.node.Start(r.ctx)
-	r.afterStart(sl, err)
-	return err
-}
-
-func (r *run) afterStart(sl *slot, err error) {
-	worker := sl.spec.Worker
-	if err == nil {
-		sl.up, sl.downReason = true, ""
-		if w := sl.node.Worker(); w >= 0 {
-			worker = w
-		}
-		if ln, ok := sl.node.(target.LeaseNode); ok {
-			sl.rebinds = ln.LeaseStats().Rebinds
-		}
-	} else {
-		sl.up, sl.downReason = false, err.Error()
-		if r.refusedStart(sl, err) {
-			sl.downReason = "refused a worker ID: " + err.Error()
-		}
-	}
-	if err == nil && sl.pending && worker != sl.worker {
-		// A start that failed registered this incarnation with the
-		// worker it asked for; the lease gave another: a new issuer.
-		sl.incarnation++
-	}
-	sl.pending = err != nil
-	sl.worker = worker
-	r.mu.Lock()
-	sl.issuer = r.mu.v.Register(verify.IssuerSpec{Name: sl.name, Incarnation: sl.incarnation, Worker: worker, Layout: sl.spec.Layout})
-	r.mu.Unlock()
-}
-
-// stopSlot stops the slot's node.
-func (r *run) stopSlot(sl *slot, o target.StopOptions, reason string) error {
-	sl.up, sl.downReason = false, reason
-	sl.gen++
-	if sl.nm != nil {
-		sl.nm.Detach()
-	}
-	if sl.node == nil {
-		return nil
-	}
-	return sl.node.Stop(r.ctx, o)
+	defer r.mu.Unlock()
+	return r.mu.stopped
 }
 
 // slot returns the declared slot with the given name.
 func (r *run) slot(name string) *slot {
-	for _, sl := range r.mu.slots {
+	for _, sl := range r.slots {
 		if sl.name == name && !sl.clone {
 			return sl
 		}
 	}
 	return nil
+}
+
+// hasSlot reports whether any slot has the name.
+func (r *run) hasSlot(name string) bool {
+	for _, sl := range r.slots {
+		if sl.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// publishLive publishes the slots that take requests.
+func (r *run) publishLive() {
+	live := make([]*slot, 0, len(r.slots))
+	for _, sl := range r.slots {
+		if sl.alive {
+			live = append(live, sl)
+		}
+	}
+	r.live.Store(&live)
+}
+
+// pick returns the slot a total-load request goes to: any live slot,
+// uniformly; nil when there is none.
+func (r *run) pick(rng *rand.Rand) *slot {
+	live := *r.live.Load()
+	if len(live) == 0 {
+		return nil
+	}
+	return live[rng.IntN(len(live))]
+}
+
+// register registers the slot's current incarnation with the verifier.
+func (r *run) register(sl *slot) {
+	r.mu.Lock()
+	sl.issuer = r.mu.v.Register(verify.IssuerSpec{Name: sl.name, Incarnation: sl.incarnation, Worker: sl.worker, Layout: sl.spec.Layout})
+	r.mu.Unlock()
 }
 
 // outcome classifies a call's error for the verifier.
@@ -414,7 +231,7 @@ func outcome(err error) verify.Outcome {
 // record feeds one call to the verifier, the timeline, the history and the
 // metrics. arrive and end are offsets from the start; client is the
 // client's index.
-func (r *run) record(c callee, client int, arrive, end time.Duration, ids []generator.ID, err error) verify.Found {
+func (r *run) record(c *view, client int, arrive, end time.Duration, ids []generator.ID, err error) verify.Found {
 	sl := c.sl
 	o := verify.Observation{
 		Issuer:   c.issuer,
@@ -432,8 +249,8 @@ func (r *run) record(c callee, client int, arrive, end time.Duration, ids []gene
 	if r.mu.tl != nil {
 		r.mu.tl.call(sl, end, ids, err != nil, r.startNs+int64(end), f.Duplicates)
 	}
-	if r.hist != nil {
-		r.hist.write(r, sl, c.incarnation, client, arrive, end, ids, o.Outcome, err)
+	if r.mu.hist != nil {
+		r.mu.hist.write(r, sl, c.incarnation, client, arrive, end, ids, o.Outcome, err)
 	}
 	if f.Duplicates > 0 && r.opts.FailFast && !r.expectDups {
 		r.mu.stopped = true
@@ -448,8 +265,22 @@ func (r *run) record(c callee, client int, arrive, end time.Duration, ids []gene
 }
 
 // recordDown records a request to a node that is down.
-func (r *run) recordDown(c callee, client int, at time.Duration) {
+func (r *run) recordDown(c *view, client int, at time.Duration) {
 	r.record(c, client, at, at, nil, fmt.Errorf("%w: %s", target.ErrStopped, c.downReason))
+}
+
+// call sends one request to the slot as its view shows it and records
+// it; now reads the run's offset after the call. It reports whether the
+// call failed.
+func (r *run) call(c *view, client int, arrive time.Duration, buf []generator.ID, now func() time.Duration) (end time.Duration, err error) {
+	if !c.up {
+		r.recordDown(c, client, arrive)
+		return arrive, target.ErrStopped
+	}
+	n, err := c.node.Issue(r.ctx, buf)
+	end = now()
+	r.record(c, client, arrive, end, buf[:n], err)
+	return end, err
 }
 
 // progress reports live progress at offset t.
@@ -457,8 +288,6 @@ func (r *run) progress(t time.Duration, force bool) {
 	if r.opts.Progress == nil {
 		return
 	}
-	r.mu.Lock()
-	p := r.mu.v.Progress()
 	var active []string
 	for _, f := range r.s.Faults {
 		a, b := f.Observed(r.s.Duration)
@@ -466,6 +295,8 @@ func (r *run) progress(t time.Duration, force bool) {
 			active = append(active, f.Name)
 		}
 	}
+	r.mu.Lock()
+	p := r.mu.v.Progress()
 	r.mu.Unlock()
 	r.opts.Progress(Progress{
 		Scenario: r.s.Name, Target: r.st.Name, Elapsed: t, Duration: r.s.Duration,
@@ -487,128 +318,27 @@ type Progress struct {
 	Final bool
 }
 
-// clockFault converts a scenario fault to a ClockFault.
-func (r *run) clockFault(f scenario.Fault) target.ClockFault {
-	cf := target.ClockFault{Kind: f.Kind, By: f.By, For: f.For, Window: f.Window, PPM: f.PPM}
-	if f.Kind == scenario.KindLeap {
-		cf.At = r.start.Add(f.At)
+// beginMetrics declares the run to the harness metrics.
+func (r *run) beginMetrics() {
+	if r.metrics == nil {
+		return
 	}
-	return cf
+	info := telemetry.ScenarioInfo{Scenario: r.s.Name, Target: r.st.Name}
+	for _, f := range r.s.Faults {
+		info.Windows = append(info.Windows, telemetry.FaultWindow{Name: f.Name, Kind: string(f.Kind)})
+	}
+	for _, e := range r.s.ChecksFor(r.st.Name) {
+		info.Invariants = append(info.Invariants, e.Text)
+	}
+	r.metrics.Begin(info)
 }
 
-// applyShadow applies a clock fault to a host's shadow clock.
-func applyShadow(c *faults.Clock, f target.ClockFault) {
-	_ = f.ApplyTo(c) // the scenario was validated: every kind here is a clock fault
-}
-
-// probeDelay is how long after a clock fault the harness measures the
-// node's clock offset to confirm it: long enough for the fault's own effect
-// to stand well above the measurement tolerance, never past its end.
-func (r *run) probeDelay(f scenario.Fault, offset time.Duration) time.Duration {
-	need := 20 * r.tol
-	var d time.Duration
-	switch f.Kind {
-	case scenario.KindStep, scenario.KindRevert:
-		return 0
-	case scenario.KindLeap:
-		d = time.Millisecond
-		if offset < 0 {
-			d += -offset
-		}
-	case scenario.KindFreeze, scenario.KindPause:
-		d = max(need, time.Millisecond)
-		if f.For > 0 {
-			d = min(d, f.For/2)
-		}
-	case scenario.KindSmear:
-		by := max(f.By, -f.By)
-		d = time.Duration(float64(need) * float64(f.Window) / float64(by))
-		d = min(max(d, time.Millisecond), f.Window)
-	case scenario.KindSlew:
-		ppm := f.PPM
-		if ppm == 0 {
-			ppm = scenario.DefaultPPM
-		}
-		d = time.Duration(float64(need) * 1e6 / ppm)
-		d = min(max(d, time.Millisecond), f.SlewDuration())
-	case scenario.KindDrift:
-		ppm := max(f.PPM, -f.PPM)
-		d = max(time.Duration(float64(need)*1e6/ppm), time.Millisecond)
-	}
-	return d
-}
-
-// confirm compares a node's measured clock offset with its shadow's and
-// records the outcome in the fault's result. It returns whether the two
-// agree within the tolerance and the fault's effect was measurable.
-func (r *run) confirm(fi int, sl *slot, effect time.Duration) {
-	detail, ok := r.measure(sl, effect)
-	r.mu.Lock()
-	fr := &r.mu.faults[fi]
-	fr.Detail = append(fr.Detail, sl.name+": "+detail)
-	if !ok {
-		fr.Confirmed = false
-	}
-	r.mu.Unlock()
-}
-
-// measure reads the node's offset and compares it with the shadow's.
-func (r *run) measure(sl *slot, effect time.Duration) (string, bool) {
-	if sl.node == nil {
-		return "node not running: " + sl.downReason, false
-	}
-	ctl := sl.node.Clock()
-	if ctl == nil {
-		return "clock not controllable", false
-	}
-	got, err := ctl.Offset(r.ctx)
-	if err != nil {
-		return "offset unreadable: " + err.Error(), false
-	}
-	want := sl.host.shadow.Offset()
-	d := max(got-want, want-got)
-	if d > r.tol {
-		return fmt.Sprintf("offset %s, want %s", scenario.FormatDuration(got), scenario.FormatDuration(want)), false
-	}
-	if max(effect, -effect) < 2*r.tol {
-		return fmt.Sprintf("offset %s: the fault's effect (%s) is below the measurement tolerance %s", scenario.FormatDuration(got), scenario.FormatDuration(effect), r.tol), false
-	}
-	return fmt.Sprintf("offset %s (want %s)", scenario.FormatDuration(got), scenario.FormatDuration(want)), true
-}
-
-// newSlots creates the declared nodes' slots (not started).
-func (r *run) newSlots(mkHost func(at time.Duration) *host) {
-	if r.gens != nil {
-		// The previous run's nodes stay exported (detached, with their
-		// final counters) until this run starts, so a scrape after a run
-		// (snowchaos run --metrics-linger) still sees them. Runs with
-		// metrics go one at a time, so every node here is a past run's.
-		for _, name := range r.gens.Nodes() {
-			r.gens.RemoveNode(name)
-		}
-	}
-	for i, n := range r.s.Nodes {
-		spec := r.specFor(n)
-		sl := &slot{idx: i, name: n.Name, spec: spec, alive: true, host: mkHost(0)}
-		sl.host.shadow.Step(spec.ClockOffset)
-		if r.gens != nil {
-			sl.nm, _ = r.gens.Node(r.s.Name + "/" + r.st.Name + "/" + n.Name)
-		}
-		r.mu.slots = append(r.mu.slots, sl)
-	}
-}
-
-// newHostName returns a fresh host name for a node moving hosts.
-func (r *run) newHostName(node, why string) string {
-	r.hosts++
-	return fmt.Sprintf("%s-%s%d", node, why, r.hosts)
-}
-
-// finish closes the nodes and assembles the Result.
+// finish closes the nodes and assembles the Result; events is how many
+// events the driver handled.
 func (r *run) finish(res *Result, events uint64) {
 	var ls target.LeaseStats
 	leased := false
-	for _, sl := range r.mu.slots {
+	for _, sl := range r.slots {
 		if sl.node != nil {
 			_ = sl.node.Close()
 			if ln, ok := sl.node.(target.LeaseNode); ok {
@@ -626,9 +356,9 @@ func (r *run) finish(res *Result, events uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	vr := r.mu.v.Result()
-	res.Faults = r.mu.faults
+	res.Faults = r.faults
 	res.Stopped = r.mu.stopped
-	fillFigures(res, vr, r.s, r.startNs)
+	fillFigures(res, vr, r.startNs)
 	res.Figures.RefusedStarts = len(r.lease.refused)
 	res.Figures.Rebinds = r.lease.rebinds
 	if leased && !r.info.KnownBad {
@@ -639,7 +369,7 @@ func (r *run) finish(res *Result, events uint64) {
 			Rebinds: r.lease.rebinds, Refused: r.lease.refused, Rebound: r.lease.rebound,
 		}
 	}
-	if r.mode == scenario.ModeSimulated {
+	if r.simulated() {
 		res.Sim = &SimInfo{Budget: r.plan.budget, Factor: round4(r.plan.factor), Hot: Duration(r.plan.hotLen), HotSpans: len(r.plan.hot), Events: events}
 	}
 	if r.mu.tl != nil {
@@ -668,7 +398,7 @@ func (r *run) finish(res *Result, events uint64) {
 func round4(f float64) float64 { return float64(int64(f*1e6+0.5)) / 1e6 }
 
 // fillFigures copies the verifier's figures into the result.
-func fillFigures(res *Result, vr verify.Result, s *scenario.Scenario, startNs int64) {
+func fillFigures(res *Result, vr verify.Result, startNs int64) {
 	f := &res.Figures
 	f.Requests = vr.Calls.Total
 	f.IDs = vr.IDs
@@ -708,4 +438,10 @@ func fillFigures(res *Result, vr verify.Result, s *scenario.Scenario, startNs in
 		}
 		return res.Nodes[i].Incarnation < res.Nodes[j].Incarnation
 	})
+}
+
+// refusedStartText is how the lease log names a start the lease refused.
+func refusedStartText(sl *slot, at time.Duration, err error) string {
+	msg := strings.TrimPrefix(err.Error(), "node "+sl.name+": ")
+	return fmt.Sprintf("%s at %s: %s", sl.name, Duration(at), msg)
 }

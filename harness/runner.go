@@ -75,11 +75,7 @@ func Prepare(suite []*scenario.Scenario, o Options) error {
 			errs = append(errs, &scenario.Error{File: s.File, Line: s.Line, Key: "name", Msg: fmt.Sprintf("scenario %q is also defined in %s", s.Name, prev)})
 		}
 		names[s.Name] = s.File
-		mode := s.Mode
-		if o.Mode != "" {
-			mode = o.Mode
-		}
-		if err := validate(s, mode, o.AllowNA); err != nil {
+		if err := validate(s, o.modeOf(s), o.AllowNA); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -111,13 +107,42 @@ func joinErrors(errs []error) error {
 	return joined(errs)
 }
 
-// job is one scenario x target run of a suite.
+// modeOf is the mode scenario s runs in under the options.
+func (o *Options) modeOf(s *scenario.Scenario) scenario.Mode {
+	if o.Mode != "" {
+		return o.Mode
+	}
+	return s.Mode
+}
+
+// seedOf is the seed scenario s runs with under the options.
+func (o *Options) seedOf(s *scenario.Scenario) int64 {
+	if o.Seed != nil {
+		return *o.Seed
+	}
+	return s.Seed
+}
+
+// job is one scenario x target run of a suite, resolved once: its mode
+// and seed (the options' overrides applied) and its bound target.
 type job struct {
-	si, ti int
-	s      *scenario.Scenario
-	t      scenario.Target
-	res    *Result
-	hist   *os.File
+	si   int
+	s    *scenario.Scenario
+	b    binding
+	err  error // the target did not bind (Prepare reports it)
+	mode scenario.Mode
+	seed int64
+	res  *Result
+	hist *os.File
+}
+
+// newJob resolves scenario s's target t under the options.
+func newJob(s *scenario.Scenario, t scenario.Target, o *Options) *job {
+	b, err := bind(t)
+	if err != nil {
+		b.t = t
+	}
+	return &job{s: s, b: b, err: err, mode: o.modeOf(s), seed: o.seedOf(s)}
 }
 
 // wanted reports whether the target passes the options' filter.
@@ -142,25 +167,20 @@ func Run(ctx context.Context, suite []*scenario.Scenario, o Options) (*Report, e
 	rep := &Report{Verdict: Pass}
 	var jobs []*job
 	for si, s := range suite {
-		sr := &ScenarioResult{Name: s.Name, File: s.File, Description: s.Description, Seed: s.Seed, Duration: Duration(s.Duration), Verdict: Pass, Scenario: s}
-		if o.Seed != nil {
-			sr.Seed = *o.Seed
-		}
+		sr := &ScenarioResult{Name: s.Name, File: s.File, Description: s.Description, Seed: o.seedOf(s), Duration: Duration(s.Duration), Verdict: Pass, Scenario: s}
 		for _, f := range s.Faults {
 			_, end := f.Observed(s.Duration)
 			sr.Faults = append(sr.Faults, FaultSpec{Name: f.Name, Kind: string(f.Kind), At: Duration(f.At), End: Duration(end), Nodes: f.Nodes})
 		}
 		rep.Scenarios = append(rep.Scenarios, sr)
-		m := s.Mode
-		if o.Mode != "" {
-			m = o.Mode
-		}
-		if m == scenario.ModeReal {
+		if o.modeOf(s) == scenario.ModeReal {
 			mode = scenario.ModeReal
 		}
-		for ti, t := range s.Targets {
+		for _, t := range s.Targets {
 			if o.wanted(t.Name) {
-				jobs = append(jobs, &job{si: si, ti: ti, s: s, t: t})
+				j := newJob(s, t, &o)
+				j.si = si
+				jobs = append(jobs, j)
 			}
 		}
 	}
@@ -202,7 +222,7 @@ func Run(ctx context.Context, suite []*scenario.Scenario, o Options) (*Report, e
 						jo.History = nil
 					}
 				}
-				j.res = RunOne(ctx, j.s, j.t, jo)
+				j.res = runJob(ctx, j, jo)
 				if o.FailFast && j.res.Verdict == Fail {
 					mu.Lock()
 					stopped = true
@@ -287,16 +307,21 @@ func Run(ctx context.Context, suite []*scenario.Scenario, o Options) (*Report, e
 // RunOne runs one scenario against one of its targets. It never panics:
 // a panic in a target ends the run with an unknown verdict and the stack
 // in Error.
-func RunOne(ctx context.Context, s *scenario.Scenario, t scenario.Target, o Options) (res *Result) {
-	res = &Result{Target: t.Name, Use: t.Use, Verdict: Unknown}
-	if _, ok := s.ExpectationFor(t.Name); ok {
+func RunOne(ctx context.Context, s *scenario.Scenario, t scenario.Target, o Options) *Result {
+	return runJob(ctx, newJob(s, t, &o), o)
+}
+
+// runJob runs one resolved job.
+func runJob(ctx context.Context, j *job, o Options) (res *Result) {
+	res = &Result{Target: j.b.t.Name, Use: j.b.t.Use, Verdict: Unknown}
+	if _, ok := j.s.ExpectationFor(j.b.t.Name); ok {
 		res.Control = true
 	}
-	mode := s.Mode
-	if o.Mode != "" {
-		mode = o.Mode
+	if j.err != nil {
+		res.Error = j.err.Error()
+		return res
 	}
-	if why := NotApplicable(s, t, mode); why != "" {
+	if why := notApplicable(j.s, j.b, j.mode); why != "" {
 		// Prepare let it through only when the target is opted in to n/a;
 		// running it could only give a meaningless verdict.
 		res.Verdict, res.NotApplicable = NA, why
@@ -308,24 +333,24 @@ func RunOne(ctx context.Context, s *scenario.Scenario, t scenario.Target, o Opti
 			res.Error = fmt.Sprintf("panic: %v\n%s", p, debug.Stack())
 		}
 	}()
-	r, err := newRun(ctx, s, t, &o)
+	r, err := newRun(ctx, j, &o)
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
 	res.KnownBad = r.info.KnownBad
 	if o.History != nil {
-		r.hist = newHistoryWriter(o.History)
+		r.mu.hist = newHistoryWriter(o.History)
 		defer func() {
-			if err := r.hist.flush(); err != nil && res.Error == "" {
+			if err := r.mu.hist.flush(); err != nil && res.Error == "" {
 				res.Error = "history: " + err.Error()
 			}
 		}()
 	}
-	if r.mode == scenario.ModeReal {
-		runReal(r, res)
-	} else {
+	if r.simulated() {
 		runSimulated(r, res)
+	} else {
+		runReal(r, res)
 	}
 	if res.Error != "" {
 		res.Verdict = worse(res.Verdict, Unknown)

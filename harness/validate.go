@@ -23,18 +23,27 @@ var policyTargets = map[string]generator.Policy{
 // process.
 const DeclaredTarget = "declared"
 
-// resolve maps a scenario target to the registered target it runs and the
-// overrides it applies: "wait", "refuse" and "logical" are the in-process
-// generator with that policy; "declared" is the in-process generator as the
-// nodes declare it.
-func resolve(t scenario.Target) (target.Target, scenario.Target, error) {
+// binding is a scenario target resolved to what it runs: the registered
+// target, the entry with its overrides ("wait", "refuse" and "logical" are
+// the in-process generator with that policy; "declared" is the in-process
+// generator as the nodes declare it) and the target's description.
+type binding struct {
+	t    scenario.Target // as written
+	rt   scenario.Target // with the resolved overrides
+	tgt  target.Target
+	info target.Info
+}
+
+// bind resolves a scenario target once.
+func bind(t scenario.Target) (binding, error) {
+	rt := t
 	use := t.Use
 	if use == "" {
 		use = t.Name
 	}
 	if p, ok := policyTargets[use]; ok {
-		if t.Policy == nil {
-			t.Policy = &p
+		if rt.Policy == nil {
+			rt.Policy = &p
 		}
 		use = target.InProcessName
 	}
@@ -44,23 +53,20 @@ func resolve(t scenario.Target) (target.Target, scenario.Target, error) {
 	tg, err := target.Lookup(use)
 	if err != nil {
 		names := append(target.Names(), DeclaredTarget, "wait", "refuse", "logical")
-		return nil, t, fmt.Errorf("unknown target %q (known: %s)", use, strings.Join(names, ", "))
+		return binding{}, fmt.Errorf("unknown target %q (known: %s)", use, strings.Join(names, ", "))
 	}
-	return tg, t, nil
+	return binding{t: t, rt: rt, tgt: tg, info: tg.Info()}, nil
 }
 
 // MaxReal bounds a real-mode run's duration: real mode spends wall-clock
 // time, so hours of scenario time belong in simulated mode.
 const MaxReal = 10 * time.Minute
 
-// NotApplicable returns why target t cannot take scenario s in mode: a
-// fault kind it cannot take, a lease or checkpoint its nodes do not honour
-// (known-bad targets ignore those on purpose), or simulated time. It
-// returns "" when t can run s, and for a target name that does not
-// resolve (Validate reports that). Reasons are joined with "; ".
-func NotApplicable(s *scenario.Scenario, t scenario.Target, mode scenario.Mode) string {
+// notApplicable returns why bound target b cannot take scenario s in
+// mode, "" when it can (see problems). Reasons are joined with "; ".
+func notApplicable(s *scenario.Scenario, b binding, mode scenario.Mode) string {
 	var why []string
-	for _, p := range problems(s, t, mode) {
+	for _, p := range problems(s, b, mode) {
 		why = append(why, p.msg)
 	}
 	return strings.Join(why, "; ")
@@ -73,15 +79,11 @@ type problem struct {
 	msg  string
 }
 
-func problems(s *scenario.Scenario, t scenario.Target, mode scenario.Mode) []problem {
-	if mode == "" {
-		mode = s.Mode
-	}
-	tg, rt, err := resolve(t)
-	if err != nil {
-		return nil
-	}
-	info := tg.Info()
+// problems lists what bound target b cannot do of scenario s in mode: a
+// fault kind it cannot take, a lease or checkpoint its nodes do not honour
+// (known-bad targets ignore those on purpose), or simulated time.
+func problems(s *scenario.Scenario, b binding, mode scenario.Mode) []problem {
+	t, rt, tg, info := b.t, b.rt, b.tgt, b.info
 	var out []problem
 	if mode == scenario.ModeSimulated && !info.Caps.Simulated {
 		out = append(out, problem{t.Line, "", fmt.Sprintf("target %s cannot run on simulated time: use --mode real", info.Name)})
@@ -121,27 +123,29 @@ func problems(s *scenario.Scenario, t scenario.Target, mode scenario.Mode) []pro
 // a scenario that no target can take is an error either way. Errors name
 // the file and line, like the parser's.
 func Validate(s *scenario.Scenario, mode scenario.Mode) error {
+	if mode == "" {
+		mode = s.Mode
+	}
 	return validate(s, mode, false)
 }
 
-// validate is Validate; allowNA opts every target in to n/a.
+// validate is Validate in a given mode; allowNA opts every target in to
+// n/a.
 func validate(s *scenario.Scenario, mode scenario.Mode, allowNA bool) error {
 	var errs scenario.ErrorList
 	add := func(line int, key, format string, args ...any) {
 		errs = append(errs, &scenario.Error{File: s.File, Line: max(line, 1), Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
-	if mode == "" {
-		mode = s.Mode
-	}
 	na, firstNA := 0, ""
 	for i, t := range s.Targets {
 		key := fmt.Sprintf("targets[%d]", i)
-		_, rt, err := resolve(t)
+		b, err := bind(t)
 		if err != nil {
 			add(t.Line, key, "%v", err)
 			continue
 		}
-		if ps := problems(s, t, mode); len(ps) > 0 {
+		rt := b.rt
+		if ps := problems(s, b, mode); len(ps) > 0 {
 			if t.NotApplicable || allowNA {
 				na++
 				if firstNA == "" {

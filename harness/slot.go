@@ -1,0 +1,142 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/snowchaos/snowchaos/faults"
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/target"
+	"github.com/snowchaos/snowchaos/lease"
+	"github.com/snowchaos/snowchaos/telemetry"
+	"github.com/snowchaos/snowchaos/verify"
+)
+
+// slot is one node position of a run: a declared node, or a clone. It
+// keeps its name across restarts and handoffs (new incarnations). Its
+// fields belong to the driver's goroutine; clients see a slot only
+// through its published view.
+type slot struct {
+	idx         int
+	name        string
+	spec        target.NodeSpec
+	node        target.Node // nil when the target failed to start it
+	up          bool        // serving requests
+	clone       bool
+	alive       bool // false once a clone has ended
+	incarnation int
+	issuer      verify.IssuerID
+	worker      int64         // the worker the issuer was registered with
+	pending     bool          // the issuer was registered by a start that failed
+	rebinds     uint64        // the node's LeaseStats.Rebinds last seen
+	poked       time.Duration // simulated: when a deferred poke is due (see lifecycle.poke)
+	gen         int           // lifecycle generation: stale events are dropped
+	host        *hostTruth
+	series      *NodeSeries
+	nm          *telemetry.NodeMetrics
+	downReason  string
+
+	view atomic.Pointer[view]
+}
+
+// view is what a request sees of its slot when it is sent: an immutable
+// snapshot the driver publishes after every change (publish), so clients
+// in other goroutines read it without a lock.
+type view struct {
+	sl          *slot
+	node        target.Node
+	up          bool
+	alive       bool
+	issuer      verify.IssuerID
+	incarnation int
+	downReason  string
+}
+
+// publish makes the slot's current state what requests see.
+func (sl *slot) publish() {
+	sl.view.Store(&view{sl: sl, node: sl.node, up: sl.up, alive: sl.alive, issuer: sl.issuer, incarnation: sl.incarnation, downReason: sl.downReason})
+}
+
+// current returns the slot's published view.
+func (sl *slot) current() *view { return sl.view.Load() }
+
+// hostTruth is the harness's side of a node's host: its true-time base
+// clock, the shadow clock that applies the same faults to true time (so
+// the harness knows what the node's clock should read), and the host's
+// link to the run's lease store. The target's side of the same machine is
+// whatever its node runs on (target.Host for in-process nodes, a child
+// process's fault clock for the process target).
+type hostTruth struct {
+	base   generator.Clock
+	virt   *faults.Virtual // simulated mode
+	origin time.Duration   // simulated: run offset at which virt started
+	real   func() time.Duration
+	shadow *faults.Clock
+	store  *storeLink // the host's way to the run's lease store; nil until a node leases
+}
+
+// now is the host's true time as an offset from the run's start.
+func (h *hostTruth) now() time.Duration {
+	if h.virt == nil {
+		return h.real()
+	}
+	return h.origin + h.virt.Elapsed()
+}
+
+// advance brings a simulated host's clock up to t (never back); real
+// hosts need nothing.
+func (h *hostTruth) advance(t time.Duration) {
+	if h.virt == nil {
+		return
+	}
+	if d := t - h.now(); d > 0 {
+		h.virt.Advance(d)
+	}
+}
+
+// storeLink is one host's connection to the run's lease store. A partition
+// cuts it: the host's calls fail as unavailable while other hosts still
+// reach the store.
+type storeLink struct {
+	lease.Registry
+	cut atomic.Bool
+}
+
+var _ lease.Registry = (*storeLink)(nil)
+
+func (l *storeLink) check() error {
+	if l.cut.Load() {
+		return fmt.Errorf("%w: host partitioned from the lease store", lease.ErrUnavailable)
+	}
+	return nil
+}
+
+func (l *storeLink) Acquire(ctx context.Context, req lease.Request) (lease.Lease, error) {
+	if err := l.check(); err != nil {
+		return lease.Lease{}, err
+	}
+	return l.Registry.Acquire(ctx, req)
+}
+
+func (l *storeLink) Renew(ctx context.Context, le lease.Lease, lastIssuedMs int64) (lease.Lease, error) {
+	if err := l.check(); err != nil {
+		return lease.Lease{}, err
+	}
+	return l.Registry.Renew(ctx, le, lastIssuedMs)
+}
+
+func (l *storeLink) Release(ctx context.Context, le lease.Lease, lastIssuedMs int64) error {
+	if err := l.check(); err != nil {
+		return err
+	}
+	return l.Registry.Release(ctx, le, lastIssuedMs)
+}
+
+func (l *storeLink) List(ctx context.Context) ([]lease.Lease, error) {
+	if err := l.check(); err != nil {
+		return nil, err
+	}
+	return l.Registry.List(ctx)
+}
