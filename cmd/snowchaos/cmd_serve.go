@@ -21,7 +21,6 @@ import (
 	"github.com/snowchaos/snowchaos/node"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/server"
-	_ "github.com/snowchaos/snowchaos/server/httptarget" // registers the "http" and "process" harness targets
 	"github.com/snowchaos/snowchaos/telemetry"
 	"github.com/snowchaos/snowchaos/telemetry/tracing"
 )

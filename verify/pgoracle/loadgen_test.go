@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
-	"github.com/snowchaos/snowchaos/loadgen"
+	"github.com/snowchaos/snowchaos/harness/loadgen"
 	"github.com/snowchaos/snowchaos/server"
 	"github.com/snowchaos/snowchaos/verify"
 )

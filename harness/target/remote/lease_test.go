@@ -1,4 +1,4 @@
-package httptarget
+package remote
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package httptarget lets the harness run scenarios against HTTP nodes:
+// Package remote lets the harness run scenarios against HTTP nodes:
 // nodes already running at given URLs (target "http"), and child processes
 // of `snowchaos serve` that the harness starts itself (target "process"),
 // so that a restart is a real kill -9 and start, and a cloned worker ID a
@@ -10,7 +10,7 @@
 // sentinel error, so the verifier classifies it as it would a local one.
 //
 // Importing the package registers both targets with harness/target.
-package httptarget
+package remote
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
-	"github.com/snowchaos/snowchaos/loadgen"
+	"github.com/snowchaos/snowchaos/harness/loadgen"
 	"github.com/snowchaos/snowchaos/server"
 )
 
@@ -104,10 +104,10 @@ func ParseNodes(s string) (map[string]string, error) {
 	for _, kv := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" || v == "" {
-			return nil, fmt.Errorf("httptarget: %q is not name=url", kv)
+			return nil, fmt.Errorf("remote: %q is not name=url", kv)
 		}
 		if _, dup := out[k]; dup {
-			return nil, fmt.Errorf("httptarget: node %q listed twice", k)
+			return nil, fmt.Errorf("remote: node %q listed twice", k)
 		}
 		out[k] = v
 	}
