@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -52,6 +54,17 @@ type Duration time.Duration
 // MarshalJSON writes the duration in seconds.
 func (d Duration) MarshalJSON() ([]byte, error) {
 	return strconv.AppendFloat(nil, time.Duration(d).Seconds(), 'g', -1, 64), nil
+}
+
+// UnmarshalJSON reads a duration in seconds, so a JSON report reads back
+// (to the nanosecond the float carries).
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || math.IsNaN(f) || math.Abs(f) > math.MaxInt64/1e9 {
+		return fmt.Errorf("harness: duration %s: want seconds within ±292 years", b)
+	}
+	*d = Duration(math.Round(f * 1e9))
+	return nil
 }
 
 // String renders the duration readably.
