@@ -210,3 +210,29 @@ func sanitize(s string) string {
 		return '_'
 	}, s)
 }
+
+// Prebuild builds, ahead of the runs, every program the scenarios' exec
+// targets rebuild with the Go clock overlay, and the Go clock probe, so
+// no run spends its (real-time) duration compiling. It is optional: Start
+// builds what is missing.
+func (t *Target) Prebuild(ctx context.Context, suite []*scenario.Scenario) error {
+	for _, s := range suite {
+		for _, tg := range s.Targets {
+			if x := tg.Exec; x != nil && x.Clock == scenario.ClockGo {
+				if _, err := t.builds.get(ctx, x.Dir, x.GoBuild); err != nil {
+					return fmt.Errorf("%s: target %s: %w", s.File, tg.Name, err)
+				}
+				if _, err := t.builds.get(ctx, "", ""); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Registered returns the registered exec target (for Prebuild).
+func Registered() *Target {
+	t, _ := target.Lookup(scenario.ExecTarget)
+	return t.(*Target)
+}
