@@ -165,7 +165,7 @@ func render(w, stderr io.Writer, rep *harness.Report, libs []library) int {
 				cell = "n/a"
 			case r != nil:
 				cell = describe(r)
-				if r.Verdict == harness.Unknown || r.Error != "" {
+				if r.Verdict == harness.Unknown || r.Error != "" || r.Figures.IDs == 0 {
 					code = 2
 					fmt.Fprintf(stderr, "exectable: %s / %s: %s %s\n", l.Target, c, r.Verdict, r.Error)
 				}
