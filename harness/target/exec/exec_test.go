@@ -120,7 +120,7 @@ func TestNodeUnderFaults(t *testing.T) {
 func TestParseResponse(t *testing.T) {
 	for _, c := range []struct {
 		format, field, body string
-		want               []string
+		want                []string
 	}{
 		{scenario.FormatLines, "", "1\n2\n\n3\n", []string{"1", "2", "3"}},
 		{scenario.FormatJSONArray, "", `["1", 9007199254740993]`, []string{"1", "9007199254740993"}},
