@@ -46,6 +46,7 @@ fmt:
 include dashboards.mk
 include bench.mk
 include mutants.mk
+include exec.mk
 
 clean:
 	rm -rf bin out

@@ -4,5 +4,6 @@ package main
 // harness/target registers itself: importing a target package registers
 // its targets.
 import (
+	_ "github.com/snowchaos/snowchaos/harness/target/exec"   // "exec": any command, clock faults from outside
 	_ "github.com/snowchaos/snowchaos/harness/target/remote" // "http" and "process"
 )

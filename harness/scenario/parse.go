@@ -626,7 +626,7 @@ func redactURL(v string) string {
 }
 
 var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint",
-	"lease_ttl", "handoff_guard", "pause_check", "fence", "not_applicable", "invariants"}
+	"lease_ttl", "handoff_guard", "pause_check", "fence", "not_applicable", "invariants", "exec"}
 
 func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 	var out []Target
@@ -641,6 +641,9 @@ func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 		if it.Kind == yaml.ScalarNode {
 			t.Name = p.name(it, path)
 			t.Use = t.Name
+			if t.Use == ExecTarget {
+				p.errorf(it, path+".exec", "missing: use: %s needs an exec block (command, protocol, format, env)", ExecTarget)
+			}
 		} else {
 			m := p.mapping(it, path, targetKeys...)
 			if e, ok := m["name"]; ok {
@@ -698,6 +701,14 @@ func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 						p.errorf(e.val, path+".not_applicable", "want ok (report the target n/a when it cannot take the scenario) or error, found %q", v)
 					}
 				}
+			}
+			if e, ok := m["exec"]; ok {
+				t.Exec = p.exec(e.val, path+".exec")
+				if t.Use != ExecTarget {
+					p.errorf(e.key, path+".exec", "an exec block needs use: %s (target %q uses %q)", ExecTarget, t.Name, t.Use)
+				}
+			} else if t.Use == ExecTarget {
+				p.errorf(it, path+".exec", "missing: use: %s needs an exec block (command, protocol, format, env)", ExecTarget)
 			}
 			if e, ok := m["invariants"]; ok {
 				for j, n := range p.sequence(e.val, path+".invariants") {

@@ -350,3 +350,57 @@ targets:
 		}
 	}
 }
+
+// TestExecBlock: an exec target's block parses with its defaults, and each
+// bad value is an error naming its line.
+func TestExecBlock(t *testing.T) {
+	base := `name: x
+mode: real
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 10/s}
+invariants: ["duplicates == 0"]
+targets:
+`
+	s, err := Parse("dir/s.yaml", []byte(base+`  - name: js
+    use: exec
+    exec:
+      command: [node, stdio.js, "{worker}"]
+      env: {WORKER_ID: "{worker}", B: x}
+      ready: ready
+      timeout: 2s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := s.Targets[0].Exec
+	if x == nil || x.Protocol != ProtocolStdio || x.Format != FormatLines || x.ID != IDDecimal || x.Clock != ClockFaketime ||
+		x.Dir != "dir" || x.Request != "{n}" || x.Timeout != 2*time.Second || len(x.Env) != 2 || x.Env[0] != (EnvVar{"WORKER_ID", "{worker}"}) {
+		t.Fatalf("exec block: %+v", x)
+	}
+	if n := s.Targets[0].Apply(s.Nodes[0]); n.Exec != x {
+		t.Fatal("Apply does not carry the exec block to the node")
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"  - {name: js, use: exec}\n", "s.yaml:8: targets[0].exec: missing"},
+		{"  - exec\n", "s.yaml:8: targets[0].exec: missing"},
+		{"  - {name: js, exec: {command: [a]}}\n", "needs use: exec"},
+		{"  - {name: js, use: exec, exec: {}}\n", "exec.command: missing"},
+		{"  - {name: js, use: exec, exec: {command: [a, \"{wroker}\"]}}\n", "unknown placeholder {wroker}"},
+		{"  - {name: js, use: exec, exec: {command: [a], protocol: grpc}}\n", `want stdio or http, found "grpc"`},
+		{"  - {name: js, use: exec, exec: {command: [a], protocol: http}}\n", "exec.url: missing"},
+		{"  - {name: js, use: exec, exec: {command: [a], protocol: http, url: \"http://10.0.0.1:{port}/\"}}\n", "loopback only"},
+		{"  - {name: js, use: exec, exec: {command: [a], protocol: http, url: \"http://127.0.0.1:8080/\"}}\n", "needs {port}"},
+		{"  - {name: js, use: exec, exec: {command: [a], format: json-field}}\n", "exec.field: missing"},
+		{"  - {name: js, use: exec, exec: {command: [a], clock: go}}\n", "go_build: missing"},
+		{"  - {name: js, use: exec, exec: {command: [a], max_batch: 0}}\n", "out of range [1, 1000000]"},
+		{"  - {name: js, use: exec, exec: {command: [a], timeout: 10m}}\n", "out of range"},
+		{"  - {name: js, use: exec, exec: {command: [a], env: {1X: y}}}\n", "not an environment variable name"},
+		{"  - {name: js, use: exec, exec: {command: [a], formt: lines}}\n", `unknown key "formt"`},
+	} {
+		_, err := Parse("s.yaml", []byte(base+c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}

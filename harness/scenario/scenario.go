@@ -125,6 +125,9 @@ type Node struct {
 	// ClockOffset is the node's clock error at the start (wall minus true
 	// time).
 	ClockOffset time.Duration
+	// Exec is the command the node runs under an exec target (set by
+	// Target.Apply); nil otherwise.
+	Exec *Exec
 	// Line is the node's line.
 	Line int
 }
@@ -195,6 +198,9 @@ type Target struct {
 	// handoff guard, pause check and fence on every node (off: a negative
 	// control).
 	HandoffGuard, PauseCheck, Fence *bool
+	// Exec is the command an exec target (Use "exec") runs; nil for the
+	// other targets.
+	Exec *Exec
 	// NotApplicable opts the target in to the "n/a" outcome: when its
 	// capabilities do not cover the scenario (a fault kind, a lease, a
 	// checkpoint, simulated time) its row is reported as not applicable,
@@ -239,6 +245,9 @@ func (t Target) Apply(n Node) Node {
 	}
 	if t.Fence != nil {
 		n.NoFence = !*t.Fence
+	}
+	if t.Exec != nil {
+		n.Exec = t.Exec
 	}
 	return n
 }

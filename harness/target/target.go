@@ -141,6 +141,8 @@ type NodeSpec struct {
 	// NoFence lets the node issue whether it holds its lease or not (a
 	// negative control).
 	NoFence bool
+	// Exec is the command of an exec target's node; nil for other targets.
+	Exec *scenario.Exec
 }
 
 // SpecOf returns the NodeSpec of a scenario node.
@@ -150,6 +152,7 @@ func SpecOf(n scenario.Node) NodeSpec {
 		Policy: n.Policy, MaxWait: n.MaxWait, MaxLead: n.MaxLead, Reserve: n.Reserve,
 		Checkpoint: n.Checkpoint, Lease: n.Lease, ClockOffset: n.ClockOffset,
 		LeaseTTL: n.LeaseTTL, NoHandoffGuard: n.NoHandoffGuard, NoPauseCheck: n.NoPauseCheck, NoFence: n.NoFence,
+		Exec: n.Exec,
 	}
 	if r := n.WorkerRange; r != nil {
 		spec.WorkerRange = &lease.Range{Min: r.Min, Max: r.Max}

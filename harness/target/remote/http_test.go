@@ -231,7 +231,7 @@ func TestHTTPScenarios(t *testing.T) {
 		t.Skip("real-mode scenarios take about half a minute")
 	}
 	t.Setenv(EnvBinary, bin)
-	files, err := filepath.Glob("../../scenarios/http/*.yaml")
+	files, err := filepath.Glob("../../../scenarios/http/*.yaml")
 	if err != nil || len(files) < 4 {
 		t.Fatalf("scenario files: %v %v", files, err)
 	}
