@@ -228,9 +228,19 @@ func (s *session) endLocked(why error) error {
 // in the background; Registry.Close waits for it.
 func (s *session) close() {
 	s.closeOnce.Do(func() {
-		s.r.closing.Add(1)
+		r := s.r
+		r.mu.Lock()
+		closed := r.mu.closed
+		if !closed {
+			r.closing.Add(1)
+		}
+		r.mu.Unlock()
+		if closed { // Registry.Close is waiting for this call
+			s.conn.Close()
+			return
+		}
 		go func() {
-			defer s.r.closing.Done()
+			defer r.closing.Done()
 			s.conn.Close()
 		}()
 	})

@@ -128,11 +128,17 @@ func (r *Registry) Close() error {
 		held = append(held, s)
 	}
 	r.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, s := range held {
-		s.end(errors.New("registry closed"))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.end(s.lost("registry closed"))
+		}()
 	}
+	wg.Wait()
 	r.ctl.Close()
-	r.closing.Wait()
+	r.closing.Wait() // sessions that ended before
 	return nil
 }
 

@@ -29,6 +29,13 @@ func root() string {
 // test ends.
 func open(t *testing.T, servers []string, rt string) *leasezk.Registry {
 	t.Helper()
+	return openVia(t, servers, servers, rt)
+}
+
+// openVia is open for a registry whose servers may be cut off at the end
+// (a proxy): it is purged through direct.
+func openVia(t *testing.T, servers, direct []string, rt string) *leasezk.Registry {
+	t.Helper()
 	r, err := leasezk.Open(servers, leasezk.Options{Root: rt})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +44,7 @@ func open(t *testing.T, servers []string, rt string) *leasezk.Registry {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		r.Close()
-		if err := purge(ctx, servers, rt); err != nil {
+		if err := purge(ctx, direct, rt); err != nil {
 			t.Errorf("purge %s: %v", rt, err)
 		}
 	})

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snowchaos/snowchaos/internal/testenv"
 )
 
 // TestServerLifecycle: the server serves after Start, answers nothing while
@@ -46,6 +48,7 @@ func TestServerLifecycle(t *testing.T) {
 }
 
 func TestFindHonoursEnv(t *testing.T) {
+	testenv.LookPath(t, "java")
 	t.Setenv(EnvJar, t.TempDir()+"/missing.jar")
 	if _, _, err := Find(); err == nil || !strings.Contains(err.Error(), EnvJar) {
 		t.Fatalf("Find with a missing jar: %v", err)
