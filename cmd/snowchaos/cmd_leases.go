@@ -16,6 +16,7 @@ import (
 	leaseetcd "github.com/snowchaos/snowchaos/lease/etcd"
 	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
 	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
+	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 )
 
 func init() {
@@ -172,7 +173,7 @@ func openLeaseStore(ctx context.Context, dsn, schema, table string) (lease.Regis
 			return nil, nil, nil, err
 		}
 		return r, localNow, func() { r.Close() }, nil
-	case leasezk.Scheme:
+	case zkurl.Scheme:
 		r, err := leasezk.OpenURL(dsn, leasezk.Options{})
 		if err != nil {
 			return nil, nil, nil, err

@@ -20,6 +20,7 @@ import (
 	"github.com/snowchaos/snowchaos/lease/leaseobs"
 	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
 	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
+	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/server"
 	_ "github.com/snowchaos/snowchaos/server/httptarget" // registers the "http" and "process" harness targets
@@ -341,7 +342,7 @@ func openLeaseRegistry(ctx context.Context, f *serveFlags, clock generator.Clock
 			return nil, nil, fmt.Errorf("--lease %s: %w", u, err)
 		}
 		return r, r, nil
-	case strings.HasPrefix(u, leasezk.Scheme+"://"):
+	case strings.HasPrefix(u, zkurl.Scheme+"://"):
 		// The registry times its leases on the real clock, as the server
 		// does: a fault clock skews only the node.
 		r, err := leasezk.OpenURL(u, leasezk.Options{})

@@ -13,6 +13,7 @@ import (
 	"github.com/snowchaos/snowchaos/internal/testenv/zktest"
 	"github.com/snowchaos/snowchaos/lease"
 	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
+	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 	"github.com/snowchaos/snowchaos/server"
 )
 
@@ -21,7 +22,7 @@ import (
 func zkURL(t *testing.T) string {
 	t.Helper()
 	zs := zktest.Start(t, zktest.Options{})
-	u := leasezk.URL([]string{zs.Addr}, "/snowchaos-cli/"+strings.ReplaceAll(t.Name(), "/", "_"))
+	u := zkurl.String([]string{zs.Addr}, "/snowchaos-cli/"+strings.ReplaceAll(t.Name(), "/", "_"))
 	t.Cleanup(func() {
 		r, err := leasezk.OpenURL(u, leasezk.Options{})
 		if err != nil {
@@ -64,7 +65,7 @@ func TestServeZooKeeperLease(t *testing.T) {
 	if code := stop(); code != exitOK {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
-	servers, root, err := leasezk.ParseURL(u)
+	servers, root, err := zkurl.Parse(u)
 	if err != nil {
 		t.Fatal(err)
 	}

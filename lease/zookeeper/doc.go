@@ -5,7 +5,8 @@
 //
 // # Znodes
 //
-// Under Options.Root (default /snowchaos/leases), for worker ID 42:
+// Under Options.Root (default /snowchaos/leases; a zk:// URL names it, see
+// zkurl), for worker ID 42:
 //
 //	w/00042  ephemeral, owned by the lease's session  {"holder":"node-a","ttl_ms":10000}
 //	m/00042  persistent                                {"holder":"node-a","token":4294967313,"last_issued_ms":1767225600123}

@@ -16,12 +16,10 @@ import (
 
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/lease"
+	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 )
 
 var _ lease.Registry = (*Registry)(nil)
-
-// DefaultRoot is the root path when Options.Root is empty.
-const DefaultRoot = "/snowchaos/leases"
 
 // controlTimeout is the session timeout of the Registry's own session, the
 // one it reads through (it holds no lease).
@@ -35,7 +33,8 @@ const fetchers = 32
 
 // Options configure a Registry. The zero value is the default.
 type Options struct {
-	// Root is the path under which the znodes live; zero: DefaultRoot.
+	// Root is the path under which the znodes live; zero:
+	// zkurl.DefaultRoot.
 	// Use one per cluster of nodes (tests use one each).
 	Root string
 	// Clock times each lease's renewal deadline (its monotonic reading)
@@ -73,9 +72,9 @@ func Open(servers []string, opts Options) (*Registry, error) {
 		return nil, fmt.Errorf("%w: no zookeeper servers", lease.ErrInvalidConfig)
 	}
 	if opts.Root == "" {
-		opts.Root = DefaultRoot
+		opts.Root = zkurl.DefaultRoot
 	}
-	if err := checkRoot(opts.Root); err != nil {
+	if err := zkurl.CheckRoot(opts.Root); err != nil {
 		return nil, fmt.Errorf("%w: %v", lease.ErrInvalidConfig, err)
 	}
 	if opts.Clock == nil {
@@ -94,10 +93,10 @@ func Open(servers []string, opts Options) (*Registry, error) {
 	return r, nil
 }
 
-// OpenURL opens the Registry a zk:// URL names (see ParseURL); opts.Root
-// is the URL's.
+// OpenURL opens the Registry a zk:// URL names (see zkurl.Parse);
+// opts.Root is the URL's.
 func OpenURL(u string, opts Options) (*Registry, error) {
-	servers, root, err := ParseURL(u)
+	servers, root, err := zkurl.Parse(u)
 	if err != nil {
 		return nil, err
 	}

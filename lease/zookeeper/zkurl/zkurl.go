@@ -1,4 +1,8 @@
-package zookeeper
+// Package zkurl reads and writes the zk:// URLs that name a ZooKeeper
+// lease store (zk://host:port[,host:port...][/root]). It has no
+// dependency on a ZooKeeper client, so scenario files and flags can be
+// checked without one.
+package zkurl
 
 import (
 	"fmt"
@@ -12,23 +16,28 @@ import (
 // Scheme is the URL scheme of a ZooKeeper lease store: zk://host:port/path.
 const Scheme = "zk"
 
+// DefaultRoot is the root path of a URL without one.
+const DefaultRoot = "/snowchaos/leases"
+
 // maxServers bounds the servers a URL may name.
 const maxServers = 64
 
 // maxRootLen bounds the root path.
 const maxRootLen = 512
 
-// ParseURL reads zk://host:port[,host:port...][/root] into the servers
+// Parse reads zk://host:port[,host:port...][/root] (the scheme in any
+// case) into the servers
 // ("host:port") and the root path (DefaultRoot when the URL has none). A
 // bad URL fails with lease.ErrInvalidConfig naming the part at fault.
-func ParseURL(s string) (servers []string, root string, err error) {
+func Parse(s string) (servers []string, root string, err error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: zookeeper URL %q: %s", lease.ErrInvalidConfig, s, fmt.Sprintf(format, args...))
 	}
-	rest, ok := strings.CutPrefix(s, Scheme+"://")
-	if !ok {
+	prefix := Scheme + "://"
+	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
 		return nil, "", bad("want zk://host:port[,host:port][/root]")
 	}
+	rest := s[len(prefix):]
 	hosts, path, _ := strings.Cut(rest, "/")
 	if strings.ContainsAny(hosts, "@?#") {
 		return nil, "", bad("user info, queries and fragments are not supported")
@@ -53,15 +62,16 @@ func ParseURL(s string) (servers []string, root string, err error) {
 	if path = strings.TrimSuffix(path, "/"); path != "" {
 		root = "/" + path
 	}
-	if err := checkRoot(root); err != nil {
+	if err := CheckRoot(root); err != nil {
 		return nil, "", bad("%v", err)
 	}
 	return servers, root, nil
 }
 
-// checkRoot reports why p is not a usable root path: absolute, no empty,
-// "." or ".." segment, no control character, at most maxRootLen bytes.
-func checkRoot(p string) error {
+// CheckRoot reports why p is not a usable root path: absolute, not /, no
+// empty, "." or ".." segment, no character ZooKeeper refuses, not under
+// /zookeeper, at most 512 bytes.
+func CheckRoot(p string) error {
 	switch {
 	case p == "/":
 		return fmt.Errorf("root path must not be /")
@@ -86,7 +96,7 @@ func checkRoot(p string) error {
 	return nil
 }
 
-// URL returns the zk:// URL of servers and root (the inverse of ParseURL).
-func URL(servers []string, root string) string {
+// String returns the zk:// URL of servers and root (the inverse of Parse).
+func String(servers []string, root string) string {
 	return Scheme + "://" + strings.Join(servers, ",") + root
 }

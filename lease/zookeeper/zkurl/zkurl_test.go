@@ -1,4 +1,4 @@
-package zookeeper_test
+package zkurl_test
 
 import (
 	"errors"
@@ -7,23 +7,24 @@ import (
 	"testing"
 
 	"github.com/snowchaos/snowchaos/lease"
-	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
+	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 )
 
-func TestParseURL(t *testing.T) {
+func TestParse(t *testing.T) {
 	for _, c := range []struct {
 		in      string
 		servers []string
 		root    string
 	}{
-		{"zk://127.0.0.1:2181", []string{"127.0.0.1:2181"}, leasezk.DefaultRoot},
-		{"zk://127.0.0.1:2181/", []string{"127.0.0.1:2181"}, leasezk.DefaultRoot},
+		{"zk://127.0.0.1:2181", []string{"127.0.0.1:2181"}, zkurl.DefaultRoot},
+		{"zk://127.0.0.1:2181/", []string{"127.0.0.1:2181"}, zkurl.DefaultRoot},
 		{"zk://a:1,b:2,[::1]:3/ids/leases", []string{"a:1", "b:2", "[::1]:3"}, "/ids/leases"},
 		{"zk://zk-0.zk:2181/snowchaos/", []string{"zk-0.zk:2181"}, "/snowchaos"},
+		{"ZK://h:1/x", []string{"h:1"}, "/x"},
 	} {
-		servers, root, err := leasezk.ParseURL(c.in)
+		servers, root, err := zkurl.Parse(c.in)
 		if err != nil || !slices.Equal(servers, c.servers) || root != c.root {
-			t.Errorf("ParseURL(%q) = %v %q %v, want %v %q", c.in, servers, root, err, c.servers, c.root)
+			t.Errorf("Parse(%q) = %v %q %v, want %v %q", c.in, servers, root, err, c.servers, c.root)
 		}
 	}
 	for in, part := range map[string]string{
@@ -43,31 +44,31 @@ func TestParseURL(t *testing.T) {
 		"zk://h:1/zookeeper/config": "reserved",
 		"zk://h:1/a\x01":            "refuses",
 	} {
-		_, _, err := leasezk.ParseURL(in)
+		_, _, err := zkurl.Parse(in)
 		if !errors.Is(err, lease.ErrInvalidConfig) || !strings.Contains(err.Error(), part) {
-			t.Errorf("ParseURL(%q): %v, want ErrInvalidConfig naming %q", in, err, part)
+			t.Errorf("Parse(%q): %v, want ErrInvalidConfig naming %q", in, err, part)
 		}
 	}
 }
 
-// FuzzParseURL: ParseURL never panics; what it accepts has 1 to 64
-// servers and a valid root, and round-trips through URL.
-func FuzzParseURL(f *testing.F) {
+// FuzzParse: Parse never panics; what it accepts has 1 to 64
+// servers and a valid root, and round-trips through String.
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{"zk://127.0.0.1:2181", "zk://a:1,b:2/x/y", "zk://h:1/", "zk://[::1]:2181/r", "zk://h:1/a//b", "zk://h", "zk://u@h:1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		servers, root, err := leasezk.ParseURL(s)
+		servers, root, err := zkurl.Parse(s)
 		if err != nil {
 			if !errors.Is(err, lease.ErrInvalidConfig) {
-				t.Fatalf("ParseURL(%q): %v does not wrap ErrInvalidConfig", s, err)
+				t.Fatalf("Parse(%q): %v does not wrap ErrInvalidConfig", s, err)
 			}
 			return
 		}
 		if len(servers) == 0 || len(servers) > 64 || !strings.HasPrefix(root, "/") {
-			t.Fatalf("ParseURL(%q) = %v %q", s, servers, root)
+			t.Fatalf("Parse(%q) = %v %q", s, servers, root)
 		}
-		s2, r2, err := leasezk.ParseURL(leasezk.URL(servers, root))
+		s2, r2, err := zkurl.Parse(zkurl.String(servers, root))
 		if err != nil || !slices.Equal(s2, servers) || r2 != root {
 			t.Fatalf("round trip of %q: %v %q %v", s, s2, r2, err)
 		}
