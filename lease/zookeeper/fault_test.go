@@ -289,3 +289,39 @@ func TestDisconnectedFailsFast(t *testing.T) {
 	px.SetMode(testenv.ProxyOpen)
 	waitFor("the same lease to renew after the silence", func() bool { _, err := reg.Renew(ctx, l, 4); return err == nil })
 }
+
+// TestCallsHonourDeadlines: with the server stopped by SIGSTOP (it
+// accepts connections and answers nothing), every call returns
+// ErrUnavailable at its context's deadline.
+func TestCallsHonourDeadlines(t *testing.T) {
+	zs := zktest.Start(t, zktest.Options{})
+	reg := open(t, []string{zs.Addr}, root())
+	l, err := reg.Acquire(ctxT(t, 30*time.Second), lease.Request{Holder: "a", Range: lease.Range{Max: 3}, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := zs.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zs.Resume() })
+	const deadline = 300 * time.Millisecond
+	for name, f := range map[string]func(context.Context) error{
+		"Acquire": func(ctx context.Context) error {
+			_, err := reg.Acquire(ctx, lease.Request{Holder: "b", Range: lease.Range{Max: 3}, TTL: time.Minute})
+			return err
+		},
+		"Renew":   func(ctx context.Context) error { _, err := reg.Renew(ctx, l, 1); return err },
+		"Record":  func(ctx context.Context) error { return reg.Record(ctx, l, 1) },
+		"Release": func(ctx context.Context) error { return reg.Release(ctx, l, 1) },
+		"List":    func(ctx context.Context) error { _, err := reg.List(ctx); return err },
+		"Purge":   func(ctx context.Context) error { return reg.Purge(ctx) },
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		start := time.Now()
+		err := f(ctx)
+		cancel()
+		if el := time.Since(start); !errors.Is(err, lease.ErrUnavailable) || el > deadline+time.Second {
+			t.Errorf("%s on a paused server: %v after %v, want ErrUnavailable at its %v deadline", name, err, el, deadline)
+		}
+	}
+}

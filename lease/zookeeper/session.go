@@ -54,12 +54,15 @@ type session struct {
 // server grants it, and checks the granted timeout.
 func (r *Registry) dial(ctx context.Context, req lease.Request) (*session, error) {
 	s := &session{r: r, holder: req.Holder, up: make(chan struct{}), lock: make(chan struct{}, 1)}
+	s.lock <- struct{}{} // whatever the connection's events start waits for s.conn
 	conn, _, err := zk.Connect(r.servers, req.TTL,
 		zk.WithDialer(s.dialer), zk.WithEventCallback(s.event), zk.WithLogger(r.logger), zk.WithLogInfo(false))
 	if err != nil {
+		s.unlock()
 		return nil, lease.Unavailable(err)
 	}
 	s.conn = conn
+	s.unlock()
 	select {
 	case <-s.up:
 	case <-ctx.Done():
