@@ -116,20 +116,28 @@ const maxHandshake = 256
 
 func (c *handshakeConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if !c.done && n > 0 {
-		c.buf = append(c.buf, p[:n]...)
-		if len(c.buf) >= 4 {
-			size := int(binary.BigEndian.Uint32(c.buf))
-			switch {
-			case size < 16 || size > maxHandshake:
-				c.done, c.buf = true, nil // not a connect response: leave the timeout unknown
-			case len(c.buf) >= 4+size:
-				c.answer(int64(binary.BigEndian.Uint64(c.buf[12:])), int32(binary.BigEndian.Uint32(c.buf[8:])))
-				c.done, c.buf = true, nil
-			}
-		}
-	}
+	c.feed(p[:n])
 	return n, err
+}
+
+// feed takes the next bytes read until the connect response is complete,
+// then reports it once.
+func (c *handshakeConn) feed(b []byte) {
+	if c.done || len(b) == 0 {
+		return
+	}
+	c.buf = append(c.buf, b...)
+	if len(c.buf) < 4 {
+		return
+	}
+	size := int(binary.BigEndian.Uint32(c.buf))
+	switch {
+	case size < 16 || size > maxHandshake:
+		c.done, c.buf = true, nil // not a connect response: leave the timeout unknown
+	case len(c.buf) >= 4+size:
+		c.answer(int64(binary.BigEndian.Uint64(c.buf[12:])), int32(binary.BigEndian.Uint32(c.buf[8:])))
+		c.done, c.buf = true, nil
+	}
 }
 
 // event follows the session's state; it runs on the connection's
