@@ -220,13 +220,12 @@ func (r *Registry) ensure(ctx context.Context) error {
 
 // slot is one worker ID's znodes in a snapshot.
 type slot struct {
-	live     bool
-	worker   workerVal
-	wstat    *zk.Stat // nil unless fetched
-	mark     markVal
-	mstat    *zk.Stat // nil when there is no m znode
-	hasMark  bool
-	markRead bool
+	live    bool
+	worker  workerVal
+	wstat   *zk.Stat // nil unless fetched
+	hasMark bool
+	mark    markVal
+	mstat   *zk.Stat // nil unless fetched
 }
 
 // used reports whether the worker ID was ever granted (a mark with a
@@ -328,7 +327,7 @@ func (r *Registry) snapshot(ctx context.Context, want func(id int64, live bool) 
 			return nil, lease.Unavailable(g.err)
 		case g.mark:
 			json.Unmarshal(g.data, &s.mark) //nolint:errcheck // a damaged mark reads as zero
-			s.mstat, s.markRead = g.stat, true
+			s.mstat = g.stat
 		default:
 			json.Unmarshal(g.data, &s.worker) //nolint:errcheck // a damaged w znode names no holder
 			s.wstat = g.stat
