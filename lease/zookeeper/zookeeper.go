@@ -108,9 +108,6 @@ type discard struct{}
 
 func (discard) Printf(string, ...any) {}
 
-// Root returns the root path.
-func (r *Registry) Root() string { return r.root }
-
 // Close ends every lease still held through r (their sessions close, so
 // the server deletes their w znodes at once, without recording
 // last_issued_ms: release them first) and closes r's own session. It
