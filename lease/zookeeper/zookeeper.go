@@ -570,6 +570,10 @@ func (r *Registry) Renew(ctx context.Context, l lease.Lease, lastIssuedMs int64)
 // It fails with ErrLost when l has expired, was released, or another
 // holder has the worker ID (nothing is written), and with ErrUnavailable
 // when the store cannot be reached or did not answer in time.
+//
+// One multi-op through the lease's session checks w's version and raises
+// last_issued_ms in m; w is not rewritten, so neither LeasedUntil nor the
+// lease's own deadline moves.
 func (r *Registry) Record(ctx context.Context, l lease.Lease, lastIssuedMs int64) error {
 	s, err := r.session(l)
 	if err != nil {
