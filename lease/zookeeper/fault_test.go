@@ -57,6 +57,18 @@ func waitKeeper(t *testing.T, k *lease.Keeper, d time.Duration, what string, con
 	testenv.WaitFor(t, d, cond, "%s (keeper stats %+v)", what, k.Stats())
 }
 
+// fenceClosedAt returns the wall time at which k's fence closed by its
+// validity margin (the scheduled time, not when a poll noticed it).
+func fenceClosedAt(t *testing.T, k *lease.Keeper) time.Time {
+	t.Helper()
+	st := k.Stats()
+	if st.ValidUntil == 0 {
+		t.Fatalf("fence closed early, not by its margin: %+v", st)
+	}
+	w, m := clock.Now()
+	return time.Unix(0, w-(m-st.ValidUntil))
+}
+
 // lastGood returns the lease as the last successful renewal left it; the
 // server expires the session no earlier than its LeasedUntil.
 func lastGood(k *lease.Keeper) lease.Lease { l, _ := k.Lease(); return l }
@@ -107,8 +119,8 @@ func TestKeeperFencesWhenServerKilled(t *testing.T) {
 	zs.Kill()
 	last := lastGood(k)
 	waitKeeper(t, k, 4*faultTTL, "the fence to close", func() bool { return k.Check(mono()) != nil })
-	if now := wallNow(); !now.Before(last.LeasedUntil) {
-		t.Errorf("fence closed at %v, not before the store's expiry %v", now, last.LeasedUntil)
+	if at := fenceClosedAt(t, k); !at.Before(last.LeasedUntil) {
+		t.Errorf("fence closed at %v, not before the store's expiry %v", at, last.LeasedUntil)
 	}
 	var fe *lease.FenceError
 	if err := k.Check(mono()); !errors.As(err, &fe) || fe.Reason != lease.ReasonMarginReached {
@@ -145,8 +157,8 @@ func TestKeeperFencesWhenServerPaused(t *testing.T) {
 	}
 	last := lastGood(k)
 	waitKeeper(t, k, 4*faultTTL, "the fence to close", func() bool { return k.Check(mono()) != nil })
-	if now := wallNow(); !now.Before(last.LeasedUntil) {
-		t.Errorf("fence closed at %v, not before the store's expiry %v", now, last.LeasedUntil)
+	if at := fenceClosedAt(t, k); !at.Before(last.LeasedUntil) {
+		t.Errorf("fence closed at %v, not before the store's expiry %v", at, last.LeasedUntil)
 	}
 	waitKeeper(t, k, 4*faultTTL, "the lease's expiry to pass", func() bool { return wallNow().After(last.LeasedUntil.Add(time.Second)) })
 	px.SetMode(testenv.ProxyRefuse)
