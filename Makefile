@@ -15,8 +15,9 @@ run:
 	$(GO) run ./cmd/snowchaos run
 
 ## run-http: the real-mode HTTP scenarios: snowchaos serve child processes on loopback, kill -9 restarts, clones
+#   (with a ZooKeeper on 127.0.0.1:2181 for the zk:// lease scenario: the one answering there, else Debian's, started for the run)
 run-http:
-	$(GO) run ./cmd/snowchaos run scenarios/http
+	$(GO) run ./internal/testenv/zktest/withzk -addr 127.0.0.1:2181 -- $(GO) run ./cmd/snowchaos run scenarios/http
 
 ## test: every test, race detector on (CI=true turns missing services into failures)
 test:

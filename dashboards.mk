@@ -1,7 +1,7 @@
 # Dashboards and the docker-compose stack (included by the Makefile).
 #
 #   make dashboards               regenerate dashboards/json from dashboards/*.go
-#   make up [LEASES=etcd]         build the image, start the stack, wait until healthy
+#   make up [LEASES=etcd|zookeeper] build the image, start the stack, wait until healthy
 #   make chaos SCENARIO=ntp-step  run deploy/compose/scenarios/$(SCENARIO).yaml against it
 #   make down                     stop the stack (volumes kept)
 #   make down-volumes             stop it and delete its volumes
@@ -15,11 +15,12 @@ ADMIN_TOKEN_FILE ?= out/admin-token
 
 # The admin token the nodes require and the chaos service presents: taken
 # from the environment, else generated once into $(ADMIN_TOKEN_FILE).
-# LEASES picks the worker-ID lease store: postgres (default) or etcd.
+# LEASES picks the worker-ID lease store: postgres (default), etcd or zookeeper.
 LEASE_URL_postgres = postgres://snowchaos:snowchaos@postgres:5432/snowchaos?sslmode=disable
 LEASE_URL_etcd     = etcd://etcd:2379
+LEASE_URL_zookeeper = zk://zookeeper:2181/snowchaos/leases
 COMPOSE_ENV = SNOWCHAOS_ADMIN_TOKEN="$${SNOWCHAOS_ADMIN_TOKEN:-$$(cat $(ADMIN_TOKEN_FILE))}" SNOWCHAOS_LEASE='$(LEASE_URL_$(LEASES))' SCENARIO=$(SCENARIO)
-COMPOSE_PROFILES_FLAGS = $(if $(filter etcd,$(LEASES)),--profile etcd)
+COMPOSE_PROFILES_FLAGS = $(if $(filter etcd zookeeper,$(LEASES)),--profile $(LEASES))
 
 .PHONY: dashboards up down down-volumes chaos compose-config
 
@@ -34,7 +35,7 @@ $(ADMIN_TOKEN_FILE):
 
 ## up: build the image and start the stack; Grafana on http://127.0.0.1:3000
 up: $(ADMIN_TOKEN_FILE)
-	@test -n '$(LEASE_URL_$(LEASES))' || { echo "LEASES=$(LEASES): want postgres or etcd"; exit 2; }
+	@test -n '$(LEASE_URL_$(LEASES))' || { echo "LEASES=$(LEASES): want postgres, etcd or zookeeper"; exit 2; }
 	$(COMPOSE_ENV) $(COMPOSE) $(COMPOSE_PROFILES_FLAGS) up --build --detach --wait
 	@echo "Grafana    http://127.0.0.1:3000  (dashboards: snowchaos / generator, snowchaos / harness)"
 	@echo "Prometheus http://127.0.0.1:9090"
@@ -48,11 +49,11 @@ chaos: $(ADMIN_TOKEN_FILE)
 
 ## down: stop the stack, keeping its volumes
 down: $(ADMIN_TOKEN_FILE)
-	$(COMPOSE_ENV) $(COMPOSE) --profile chaos --profile etcd down --remove-orphans
+	$(COMPOSE_ENV) $(COMPOSE) --profile chaos --profile etcd --profile zookeeper down --remove-orphans
 
 ## down-volumes: stop the stack and delete its volumes (Prometheus data, leases, checkpoints)
 down-volumes: $(ADMIN_TOKEN_FILE)
-	$(COMPOSE_ENV) $(COMPOSE) --profile chaos --profile etcd down --remove-orphans --volumes
+	$(COMPOSE_ENV) $(COMPOSE) --profile chaos --profile etcd --profile zookeeper down --remove-orphans --volumes
 
 compose-config: $(ADMIN_TOKEN_FILE)
 	$(COMPOSE_ENV) $(COMPOSE) $(COMPOSE_PROFILES_FLAGS) --profile chaos config

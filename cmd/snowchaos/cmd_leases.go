@@ -15,6 +15,8 @@ import (
 	"github.com/snowchaos/snowchaos/lease"
 	leaseetcd "github.com/snowchaos/snowchaos/lease/etcd"
 	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
+	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
+	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 )
 
 func init() {
@@ -29,6 +31,7 @@ Lists every worker ID the lease store knows: holder, fencing token, state
 DSN is one of
   postgres://user@host:5432/db?sslmode=disable   (table --schema.--table)
   etcd://host:2379[,host:2379][/prefix/]          (default prefix /snowchaos/leases/)
+  zk://host:2181[,host:2181][/root]               (default root /snowchaos/leases)
 
 Exit codes: 0 listed, 2 bad flags or the store unreachable.
 `
@@ -53,7 +56,7 @@ func runLeases(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("leases list", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, leasesUsage, "\nflags:\n"); fs.PrintDefaults() }
-	dsn := fs.String("dsn", "", "lease store: postgres://... or etcd://host:port[/prefix/]")
+	dsn := fs.String("dsn", "", "lease store: postgres://..., etcd://host:port[/prefix/] or zk://host:port[/root]")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	schema := fs.String("schema", "public", "Postgres schema of the lease table")
 	table := fs.String("table", "worker_leases", "Postgres lease table")
@@ -145,7 +148,8 @@ func orDash(s string) string {
 }
 
 // openLeaseStore opens the registry a DSN names, with a function giving
-// the store's current time (Postgres: now(); etcd: this host's clock).
+// the store's current time (Postgres: now(); etcd, ZooKeeper: this
+// host's clock).
 func openLeaseStore(ctx context.Context, dsn, schema, table string) (lease.Registry, func(context.Context) (time.Time, error), func(), error) {
 	localNow := func(context.Context) (time.Time, error) { return time.Now(), nil }
 	u, err := url.Parse(dsn)
@@ -169,8 +173,14 @@ func openLeaseStore(ctx context.Context, dsn, schema, table string) (lease.Regis
 			return nil, nil, nil, err
 		}
 		return r, localNow, func() { r.Close() }, nil
+	case zkurl.Scheme:
+		r, err := leasezk.OpenURL(dsn, leasezk.Options{})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return r, localNow, func() { r.Close() }, nil
 	}
-	return nil, nil, nil, fmt.Errorf("bad dsn %q: want postgres://... or etcd://host:port", dsn)
+	return nil, nil, nil, fmt.Errorf("bad dsn %q: want postgres://..., etcd://host:port or zk://host:port", dsn)
 }
 
 // parseEtcdDSN reads etcd://host:port[,host:port...][/prefix/].

@@ -19,6 +19,8 @@ import (
 	leaseetcd "github.com/snowchaos/snowchaos/lease/etcd"
 	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
 	"github.com/snowchaos/snowchaos/node"
+	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
+	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/server"
 	"github.com/snowchaos/snowchaos/telemetry"
@@ -92,7 +94,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.IntVar(&f.maxBatch, "max-batch", server.DefaultMaxBatch, "largest count /v1/ids accepts")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "deadline of each ID request")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "bound on the graceful shutdown")
-	fs.StringVar(&f.leaseURL, "lease", "", "worker-ID lease backend: memory, postgres://... or etcd://host:port[,host:port] (empty: none)")
+	fs.StringVar(&f.leaseURL, "lease", "", "worker-ID lease backend: memory, postgres://..., etcd://host:port[,host:port] or zk://host:port[,host:port][/path] (empty: none)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder identity (empty: $POD_NAME, $HOSTNAME or the host name)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", lease.DefaultTTL, "lease duration")
 	fs.StringVar(&f.leaseSchema, "lease-schema", "", "Postgres lease schema (empty: public)")
@@ -315,8 +317,16 @@ func openLeaseRegistry(ctx context.Context, f *serveFlags, clock generator.Clock
 			return nil, nil, fmt.Errorf("--lease %s: %w", u, err)
 		}
 		return r, r, nil
+	case strings.HasPrefix(u, zkurl.Scheme+"://"):
+		// The registry times its leases on the real clock, as the server
+		// does: a fault clock skews only the node.
+		r, err := leasezk.OpenURL(u, leasezk.Options{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--lease %s: %w", u, err)
+		}
+		return r, r, nil
 	}
-	return nil, nil, fmt.Errorf("--lease %q: want memory, postgres://... or etcd://host:port", redactDSN(u))
+	return nil, nil, fmt.Errorf("--lease %q: want memory, postgres://..., etcd://host:port or zk://host:port/path", redactDSN(u))
 }
 
 // closerFunc adapts a function to io.Closer.

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/snowchaos/snowchaos/dashboards"
+	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 )
 
 // root is the repository root, relative to this package.
@@ -74,7 +75,8 @@ func TestComposeLoads(t *testing.T) {
 		{nil, core},
 		{[]string{"chaos"}, append(slices.Clone(core), "chaos")},
 		{[]string{"etcd"}, append(slices.Clone(core), "etcd")},
-		{allProfiles, append(slices.Clone(core), "chaos", "etcd")},
+		{[]string{"zookeeper"}, append(slices.Clone(core), "zookeeper")},
+		{allProfiles, append(slices.Clone(core), "chaos", "etcd", "zookeeper")},
 	} {
 		p := mustLoad(t, c.profiles)
 		if p.Name != "snowchaos" {
@@ -104,6 +106,7 @@ func TestComposeNeedsAdminToken(t *testing.T) {
 var publicImages = map[string]string{
 	"postgres":       "postgres",
 	"etcd":           "quay.io/coreos/etcd",
+	"zookeeper":      "zookeeper",
 	"prometheus":     "prom/prometheus",
 	"grafana":        "grafana/grafana",
 	"otel-collector": "otel/opentelemetry-collector-contrib",
@@ -200,6 +203,7 @@ func TestComposeServices(t *testing.T) {
 	for _, c := range []struct{ service, dep, cond string }{
 		{"node1", "postgres", types.ServiceConditionHealthy},
 		{"node1", "etcd", types.ServiceConditionHealthy},
+		{"node1", "zookeeper", types.ServiceConditionHealthy},
 		{"node1", "otel-collector", types.ServiceConditionStarted},
 		{"grafana", "prometheus", types.ServiceConditionHealthy},
 		{"grafana", "jaeger", types.ServiceConditionHealthy},
@@ -220,7 +224,7 @@ func TestComposeServices(t *testing.T) {
 	// The optional lease stores are optional dependencies: the node starts
 	// with either one.
 	n1, _ := p.GetService("node1")
-	for _, dep := range []string{"postgres", "etcd"} {
+	for _, dep := range []string{"postgres", "etcd", "zookeeper"} {
 		if n1.DependsOn[dep].Required {
 			t.Errorf("node1: depends_on %s is required; the other lease store may be in use", dep)
 		}
@@ -348,11 +352,26 @@ func TestComposeNodes(t *testing.T) {
 	if _, err := pe.GetService("etcd"); err != nil {
 		t.Error(err)
 	}
+	// ZooKeeper: the URL make up sets names the zookeeper service on its
+	// client port.
+	const zkLease = "zk://zookeeper:2181/snowchaos/leases"
+	pz, err := load(t, map[string]string{"SNOWCHAOS_ADMIN_TOKEN": testToken, "SNOWCHAOS_LEASE": zkLease}, []string{"zookeeper"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z1, _ := pz.GetService("node1")
+	servers, _, err := zkurl.Parse(env(z1, "SNOWCHAOS_LEASE"))
+	if err != nil || !slices.Equal(servers, []string{"zookeeper:2181"}) {
+		t.Errorf("SNOWCHAOS_LEASE=%s: node1 gets %q (%v)", zkLease, env(z1, "SNOWCHAOS_LEASE"), err)
+	}
+	if _, err := pz.GetService("zookeeper"); err != nil {
+		t.Error(err)
+	}
 	mk, err := os.ReadFile(filepath.Join(root, "dashboards.mk"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"LEASE_URL_etcd     = etcd://etcd:2379", "LEASE_URL_postgres = " + env(n1, "SNOWCHAOS_LEASE")} {
+	for _, want := range []string{"LEASE_URL_etcd     = etcd://etcd:2379", "LEASE_URL_zookeeper = " + zkLease, "LEASE_URL_postgres = " + env(n1, "SNOWCHAOS_LEASE")} {
 		if !strings.Contains(string(mk), want) {
 			t.Errorf("dashboards.mk lacks %q", want)
 		}

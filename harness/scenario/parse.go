@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -582,9 +583,10 @@ func (p *parser) workerRange(n *yaml.Node, key string, maxNode int64) *WorkerRan
 }
 
 // lease parses a lease backend: none, memory, or a lease store's URL
-// (postgres://user@host:port/db?..., etcd://host:port[,host:port]).
+// (postgres://user@host:port/db?..., etcd://host:port[,host:port],
+// zk://host:port[,host:port][/root]).
 func (p *parser) lease(n *yaml.Node, key string) string {
-	v, ok := p.scalar(n, key, "memory, none, postgres://... or etcd://host:port")
+	v, ok := p.scalar(n, key, leaseWant)
 	if !ok {
 		return ""
 	}
@@ -612,10 +614,19 @@ func (p *parser) lease(n *yaml.Node, key string) string {
 		}
 		p.errorf(n, key, "want etcd://host:port[,host:port], found %q", redactURL(v))
 		return ""
+	case LeaseZooKeeper:
+		if _, _, err := zkurl.Parse(v); err != nil {
+			p.errorf(n, key, "%v", err)
+			return ""
+		}
+		return v
 	}
-	p.errorf(n, key, "want memory, none, postgres://... or etcd://host:port, found %q%s", redactURL(v), suggest(v, []string{LeaseMemory, LeaseNone}))
+	p.errorf(n, key, "want %s, found %q%s", leaseWant, redactURL(v), suggest(v, []string{LeaseMemory, LeaseNone}))
 	return ""
 }
+
+// leaseWant lists the lease values a scenario may give.
+const leaseWant = "memory, none, postgres://..., etcd://host:port or zk://host:port[/root]"
 
 // redactURL hides the password of a URL-like lease value in messages.
 func redactURL(v string) string {

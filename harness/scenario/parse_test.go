@@ -118,13 +118,15 @@ invariants: ["duplicates == 0"]
 		{"store outage no lease", base + "faults: [{at: 1s, kind: store_outage, for: 1s}]\n", `6: faults[0]: a store_outage needs a node with lease: memory`},
 		{"same holder on step", base + "faults: [{at: 1s, kind: step, by: 1ms, same_holder: on}]\n", `6: faults[0].same_holder: a step fault takes only by`},
 		{"not applicable value", base + "targets: [{name: wait, not_applicable: sure}]\n", `6: targets[0].not_applicable: want ok`},
-		{"lease scheme", strings.Replace(base, "worker: 1}", "worker: 1, lease: mysql://u@h:3306/db}", 1), `f.yaml:3: nodes[0].lease: want memory, none, postgres://... or etcd://host:port, found "mysql://u@h:3306/db"`},
-		{"lease word", strings.Replace(base, "worker: 1}", "worker: 1, lease: memroy}", 1), `3: nodes[0].lease: want memory, none, postgres://... or etcd://host:port, found "memroy" (did you mean "memory"?)`},
+		{"lease scheme", strings.Replace(base, "worker: 1}", "worker: 1, lease: mysql://u@h:3306/db}", 1), `f.yaml:3: nodes[0].lease: want memory, none, postgres://..., etcd://host:port or zk://host:port[/root], found "mysql://u@h:3306/db"`},
+		{"lease word", strings.Replace(base, "worker: 1}", "worker: 1, lease: memroy}", 1), `3: nodes[0].lease: want memory, none, postgres://..., etcd://host:port or zk://host:port[/root], found "memroy" (did you mean "memory"?)`},
 		{"lease postgres no host", strings.Replace(base, "worker: 1}", "worker: 1, lease: \"postgres:///db\"}", 1), `3: nodes[0].lease: want a Postgres URL such as postgres://user@host:5432/db?sslmode=disable, found "postgres:///db"`},
 		{"lease postgres password hidden", strings.Replace(base, "worker: 1}", "worker: 1, lease: \"postgresql://u:secret@/db\"}", 1), `found "postgresql://u:xxxxx@/db"`},
 		{"lease etcd no port", strings.Replace(base, "worker: 1}", "worker: 1, lease: etcd://127.0.0.1}", 1), `3: nodes[0].lease: want etcd://host:port[,host:port], found "etcd://127.0.0.1"`},
 		{"lease etcd path", strings.Replace(base, "worker: 1}", "worker: 1, lease: etcd://127.0.0.1:2379/x}", 1), `3: nodes[0].lease: want etcd://host:port[,host:port]`},
-		{"target lease scheme", base + "targets: [{name: wait, lease: redis://h:1}]\n", `6: targets[0].lease: want memory, none, postgres://... or etcd://host:port, found "redis://h:1"`},
+		{"lease zk no port", strings.Replace(base, "worker: 1}", "worker: 1, lease: zk://127.0.0.1/x}", 1), `3: nodes[0].lease: lease: invalid config: zookeeper URL "zk://127.0.0.1/x": server "127.0.0.1": want host:port`},
+		{"lease zk root", strings.Replace(base, "worker: 1}", "worker: 1, lease: zk://127.0.0.1:2181/a//b}", 1), `empty, . or .. segment`},
+		{"target lease scheme", base + "targets: [{name: wait, lease: redis://h:1}]\n", `6: targets[0].lease: want memory, none, postgres://..., etcd://host:port or zk://host:port[/root], found "redis://h:1"`},
 		{"refused starts during", strings.Replace(base, `"duplicates == 0"`, `"refused_starts == 0 during x"`, 1), `refused_starts is counted over the whole run`},
 	}
 	for _, c := range cases {
@@ -304,8 +306,9 @@ targets:
 	}
 }
 
-// TestParseLeaseURLs: a node's lease may be a Postgres or etcd URL, kept as
-// written; LeaseKind maps every accepted value to its backend kind.
+// TestParseLeaseURLs: a node's lease may be a Postgres, etcd or ZooKeeper
+// URL, kept as written; LeaseKind maps every accepted value to its backend
+// kind.
 func TestParseLeaseURLs(t *testing.T) {
 	const pg = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 	s, err := Parse("urls.yaml", []byte(`name: urls
@@ -316,6 +319,7 @@ nodes:
   - {name: c, worker: 3, lease: "etcd://127.0.0.1:2379,127.0.0.1:22379"}
   - {name: d, worker: 4, lease: memory}
   - {name: e, worker: 5}
+  - {name: f, worker: 6, lease: "zk://127.0.0.1:2181,127.0.0.1:2182/snowchaos/run"}
 load: {rate: 100/s}
 invariants: ["duplicates == 0"]
 targets:
@@ -331,6 +335,7 @@ targets:
 		{"etcd://127.0.0.1:2379,127.0.0.1:22379", LeaseEtcd},
 		{LeaseMemory, LeaseMemory},
 		{LeaseNone, LeaseNone},
+		{"zk://127.0.0.1:2181,127.0.0.1:2182/snowchaos/run", LeaseZooKeeper},
 	}
 	for i, w := range want {
 		n := s.Nodes[i]
@@ -344,7 +349,7 @@ targets:
 	if n := s.Targets[1].Apply(s.Nodes[3]); n.Lease != "etcd://localhost:2379" {
 		t.Errorf("target override: %q", n.Lease)
 	}
-	for v, k := range map[string]string{"": LeaseNone, "ETCD://h:1": LeaseEtcd, "PostgreSQL://h/db": LeasePostgres, "mysql://h": "", "memory ": "", "postgres": ""} {
+	for v, k := range map[string]string{"": LeaseNone, "ETCD://h:1": LeaseEtcd, "PostgreSQL://h/db": LeasePostgres, "mysql://h": "", "memory ": "", "postgres": "", "ZK://h:1": LeaseZooKeeper, "zookeeper": ""} {
 		if got := LeaseKind(v); got != k {
 			t.Errorf("LeaseKind(%q) = %q, want %q", v, got, k)
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 )
 
 // Mode is how a scenario's time passes.
@@ -101,7 +102,8 @@ type Node struct {
 	// restarts.
 	Checkpoint bool
 	// Lease is the worker-ID lease backend: "none", "memory", or the URL
-	// of a lease store ("postgres://...", "etcd://host:port"); LeaseKind
+	// of a lease store ("postgres://...", "etcd://host:port",
+	// "zk://host:port/root"); LeaseKind
 	// names its kind.
 	Lease string
 	// LeaseTTL is the lease's duration; zero means the lease package's
@@ -144,18 +146,20 @@ func (r WorkerRange) Len() int64 { return r.Max - r.Min + 1 }
 func (r WorkerRange) String() string { return fmt.Sprintf("%d-%d", r.Min, r.Max) }
 
 // Lease backends a node may name, and the kinds LeaseKind returns: a
-// Postgres or etcd lease is written as the store's URL.
+// Postgres, etcd or ZooKeeper lease is written as the store's URL.
 const (
-	LeaseNone     = "none"
-	LeaseMemory   = "memory"
-	LeasePostgres = "postgres"
-	LeaseEtcd     = "etcd"
+	LeaseNone      = "none"
+	LeaseMemory    = "memory"
+	LeasePostgres  = "postgres"
+	LeaseEtcd      = "etcd"
+	LeaseZooKeeper = "zookeeper"
 )
 
 // LeaseKind returns the kind of lease backend v names: LeaseNone for ""
 // or "none", LeaseMemory, LeasePostgres for a postgres:// or postgresql://
-// URL, LeaseEtcd for an etcd:// URL, and "" for anything else. It only
-// looks at the scheme; the parser checks the rest.
+// URL, LeaseEtcd for an etcd:// URL, LeaseZooKeeper for a zk:// URL, and
+// "" for anything else. It only looks at the scheme; the parser checks the
+// rest.
 func LeaseKind(v string) string {
 	switch v {
 	case "", LeaseNone:
@@ -172,6 +176,8 @@ func LeaseKind(v string) string {
 		return LeasePostgres
 	case "etcd":
 		return LeaseEtcd
+	case zkurl.Scheme:
+		return LeaseZooKeeper
 	}
 	return ""
 }

@@ -66,7 +66,7 @@ type Capabilities struct {
 	// Checkpoint is true when the node honours NodeSpec.Checkpoint.
 	Checkpoint bool
 	// Leases lists the lease backend kinds the node honours
-	// (scenario.LeaseMemory, LeasePostgres, LeaseEtcd).
+	// (scenario.LeaseMemory, LeasePostgres, LeaseEtcd, LeaseZooKeeper).
 	Leases []string
 	// OffsetTolerance is how precisely ClockControl.Offset measures the
 	// host clock's offset; zero means DefaultOffsetTolerance.

@@ -16,6 +16,7 @@ import (
 	"github.com/snowchaos/snowchaos/harness"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
+	"github.com/snowchaos/snowchaos/internal/testenv/zktest"
 	"github.com/snowchaos/snowchaos/server"
 )
 
@@ -237,6 +238,7 @@ func TestHTTPScenarios(t *testing.T) {
 	}
 	var suite []*scenario.Scenario
 	pg := -1 // unknown until a scenario leases from Postgres
+	var zs *zktest.Server
 	for _, f := range files {
 		s, err := scenario.ParseFile(f)
 		if err != nil {
@@ -253,6 +255,15 @@ func TestHTTPScenarios(t *testing.T) {
 				t.Logf("%s: skipped, no Postgres (CI unset)", f)
 				continue
 			}
+		}
+		if usesZooKeeper(s) {
+			if zs == nil {
+				if zs = zooKeeper(t); zs == nil {
+					t.Logf("%s: skipped, no ZooKeeper (CI unset)", f)
+					continue
+				}
+			}
+			toServer(s, zs.Addr)
 		}
 		suite = append(suite, s)
 	}

@@ -25,6 +25,8 @@ import (
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/lease"
+	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
+	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 	"github.com/snowchaos/snowchaos/server"
 )
 
@@ -35,15 +37,17 @@ import (
 // persisted). A clone is a second process with the same worker ID.
 //
 // Nodes may lease their worker ID from a shared store (lease:
-// postgres://... or etcd://host:port; an in-memory lease cannot span
-// processes): each child gets --lease URL and --holder <host>.<run tag>,
+// postgres://..., etcd://host:port or zk://host:port/root; an in-memory
+// lease cannot span processes): each child gets --lease URL and --holder
+// <host>.<run tag>,
 // so a restart keeps the node's holder identity (and after a graceful stop
 // gets its own worker ID back; after kill -9 a free one until the old lease
 // expires) while a clone, on another host, has another one (and gets
 // another worker ID, or is refused). With Postgres every run leases from a
 // table in its own schema (snowchaos_<hash of the run and pid>), dropped by
-// EndRun; etcd has no per-run namespace, so the run tag in the holder keeps
-// runs apart and a killed run's keys expire with their TTL.
+// EndRun; with ZooKeeper under a root of its own (<root>/run-<run tag>),
+// deleted by EndRun; etcd has no per-run namespace, so the run tag in the
+// holder keeps runs apart and a killed run's keys expire with their TTL.
 type Process struct {
 	// Name is the registered name; empty: "process".
 	Name string
@@ -66,11 +70,13 @@ type Process struct {
 }
 
 // procRun is what the target keeps for one run: the lease schema (and the
-// Postgres URLs it was created in) and the holder tag.
+// Postgres URLs it was created in), the ZooKeeper roots, and the holder
+// tag.
 type procRun struct {
 	tag    string          // hash of the run and this process's pid
 	schema string          // Postgres lease schema
 	pg     map[string]bool // Postgres URLs the run's nodes leased from
+	zk     map[string]bool // the run's own zk:// URLs (roots) its nodes leased from
 }
 
 var (
@@ -89,7 +95,7 @@ func (t *Process) Info() target.Info {
 		Name: name,
 		Doc:  "snowchaos serve child processes on loopback ports: restart is kill -9 and start, a clone a second process",
 		Caps: target.Capabilities{Faults: kinds, Checkpoint: true, OffsetTolerance: offsetTolerance,
-			Leases: []string{scenario.LeasePostgres, scenario.LeaseEtcd}},
+			Leases: []string{scenario.LeasePostgres, scenario.LeaseEtcd, scenario.LeaseZooKeeper}},
 	}
 }
 
@@ -120,14 +126,22 @@ func (t *Process) Start(ctx context.Context, spec target.NodeSpec, env target.En
 	var lz *procLease
 	switch kind := scenario.LeaseKind(spec.Lease); kind {
 	case scenario.LeaseNone:
-	case scenario.LeasePostgres, scenario.LeaseEtcd:
+	case scenario.LeasePostgres, scenario.LeaseEtcd, scenario.LeaseZooKeeper:
 		if spec.WorkerRange != nil || spec.NoHandoffGuard || spec.NoPauseCheck || spec.NoFence {
 			return nil, fmt.Errorf("%w: node %s: snowchaos serve takes no worker range and always guards handoffs, checks pauses and fences", target.ErrUnsupported, spec.Name)
 		}
+		if kind == scenario.LeaseZooKeeper {
+			if _, _, err := zkurl.Parse(spec.Lease); err != nil {
+				return nil, fmt.Errorf("node %s: %w", spec.Name, err)
+			}
+		}
 		r := t.run(env.Run, kind, spec.Lease)
 		lz = &procLease{url: spec.Lease, holder: spec.Host + "." + r.tag, ttl: spec.LeaseTTL}
-		if kind == scenario.LeasePostgres {
+		switch kind {
+		case scenario.LeasePostgres:
 			lz.schema = r.schema
+		case scenario.LeaseZooKeeper:
+			lz.url = runRoot(spec.Lease, r.tag)
 		}
 	default:
 		return nil, fmt.Errorf("%w: lease %q across processes", target.ErrUnsupported, spec.Lease)
@@ -146,7 +160,8 @@ func (t *Process) Start(ctx context.Context, spec target.NodeSpec, env target.En
 	return n, nil
 }
 
-// run returns the state of run (creating it), noting a Postgres URL used.
+// run returns the state of run (creating it), noting a Postgres URL or
+// the run's ZooKeeper root (url must be valid) used.
 func (t *Process) run(run, kind, url string) *procRun {
 	t.runsMu.Lock()
 	defer t.runsMu.Unlock()
@@ -154,20 +169,31 @@ func (t *Process) run(run, kind, url string) *procRun {
 	if r == nil {
 		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", run, os.Getpid())))
 		tag := hex.EncodeToString(sum[:6])
-		r = &procRun{tag: tag, schema: "snowchaos_" + tag, pg: map[string]bool{}}
+		r = &procRun{tag: tag, schema: "snowchaos_" + tag, pg: map[string]bool{}, zk: map[string]bool{}}
 		if t.runs == nil {
 			t.runs = map[string]*procRun{}
 		}
 		t.runs[run] = r
 	}
-	if kind == scenario.LeasePostgres {
+	switch kind {
+	case scenario.LeasePostgres:
 		r.pg[url] = true
+	case scenario.LeaseZooKeeper:
+		r.zk[runRoot(url, r.tag)] = true
 	}
 	return r
 }
 
+// runRoot returns the zk:// URL u (valid) with the run's own root under
+// u's: <root>/run-<tag>.
+func runRoot(u, tag string) string {
+	servers, root, _ := zkurl.Parse(u)
+	return zkurl.String(servers, root+"/run-"+tag)
+}
+
 // EndRun implements target.RunEnder: it drops the run's Postgres lease
-// schema (the run's nodes are all closed by then).
+// schema and deletes its ZooKeeper roots (the run's nodes are all closed by
+// then).
 func (t *Process) EndRun(ctx context.Context, run string) error {
 	t.runsMu.Lock()
 	r := t.runs[run]
@@ -180,7 +206,26 @@ func (t *Process) EndRun(ctx context.Context, run string) error {
 	for u := range r.pg {
 		errs = append(errs, dropSchema(ctx, u, r.schema))
 	}
+	for u := range r.zk {
+		errs = append(errs, purgeRoot(ctx, u))
+	}
 	return errors.Join(errs...)
+}
+
+// purgeRoot deletes the ZooKeeper root a zk:// URL names, and everything
+// under it.
+func purgeRoot(ctx context.Context, u string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	reg, err := leasezk.OpenURL(u, leasezk.Options{})
+	if err != nil {
+		return fmt.Errorf("deleting lease root %s: %w", u, err)
+	}
+	defer reg.Close()
+	if err := reg.Purge(ctx); err != nil {
+		return fmt.Errorf("deleting lease root %s: %w", u, err)
+	}
+	return nil
 }
 
 // dropSchema drops schema, and the lease table in it, from the database
