@@ -26,11 +26,12 @@ func init() {
 	register(command{name: "run", summary: "run chaos scenarios (default: the built-in suite, simulated)", run: runRun})
 }
 
-const runUsage = `usage: snowchaos run [flags] [FILE|DIR ...]
+const runUsage = `usage: snowchaos run [flags] [FILE|DIR ...] [flags]
 
 Runs scenario scripts against their targets and prints the matrix of
 scenario x target with a verdict per invariant. Without arguments it runs
-the built-in suite (embedded in the binary) in simulated mode.
+the built-in suite (embedded in the binary) in simulated mode. Flags may
+come before or after the files; "--" ends the flags.
 
 Exit status: 0 when every verdict is as expected, 1 when any check failed,
 2 when any is unknown (an unconfirmed fault, an interrupted run) or the
@@ -62,11 +63,6 @@ type runFlags struct {
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f runFlags
 	fl := flag.NewFlagSet("run", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprint(stderr, runUsage)
-		fl.PrintDefaults()
-	}
 	fl.StringVar(&f.mode, "mode", "", "simulated or real: override every scenario's mode")
 	fl.StringVar(&f.seed, "seed", "", "override every scenario's seed")
 	fl.StringVar(&f.targets, "target", "", "run only these targets (comma-separated names, e.g. wait,bad-no-rewind-check)")
@@ -81,18 +77,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&f.parallel, "parallel", 0, "simulated runs at once (0: one per CPU)")
 	fl.BoolVar(&f.list, "list", false, "list the scenarios and targets that would run, and exit")
 	fl.BoolVar(&f.allowNA, "allow-na", false, "report a target that cannot take a scenario as n/a (with the reason) instead of rejecting the suite")
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitInvalid
+	files, code, ok := parseArgs(fl, args, stderr, runUsage)
+	if !ok {
+		return code
 	}
 	opts, err := f.options()
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
 		return exitInvalid
 	}
-	suite, err := loadSuite(fl.Args())
+	suite, err := loadSuite(files)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos run: invalid scenario:\n%v\n", err)
 		return exitInvalid
@@ -175,7 +169,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "snowchaos run: history: %v\n", err)
 		return exitInvalid
 	}
-	code := rep.ExitCode()
+	code = rep.ExitCode()
 	switch f.reportFmt {
 	case "json":
 		err = report.JSON(stdout, rep)

@@ -176,3 +176,43 @@ targets: [wait, test-cmd-fixed-clock]
 		t.Fatalf("junit: %v\n%s", err, b)
 	}
 }
+
+// TestRunFlagsAfterFiles: flags may follow the scenario files, as in
+// `snowchaos run scenarios/leap-second.yaml --html out.html`; "--" ends
+// the flags, so a file whose name starts with "-" can still be run.
+func TestRunFlagsAfterFiles(t *testing.T) {
+	dir := t.TempDir()
+	html := filepath.Join(dir, "out.html")
+	p := writeScenario(t, "leap-second.yaml", builtin(t, "leap-second.yaml"))
+	code, out, stderr := runCmd(t, p, "--html", html, "--target", "wait")
+	if code != 0 || !strings.Contains(out, "1 scenarios, 1 runs: 1 passed") {
+		t.Fatalf("file then flags: exit %d\n%s%s", code, out, stderr)
+	}
+	if st, err := os.Stat(html); err != nil || st.Size() == 0 {
+		t.Fatalf("--html after the file wrote nothing: %v", err)
+	}
+
+	dash := filepath.Join(dir, "-odd.yaml")
+	if err := os.WriteFile(dash, []byte(builtin(t, "step-back-small.yaml")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	code, out, stderr = runCmd(t, "--target", "wait", "--", "-odd.yaml")
+	if code != 0 || !strings.Contains(out, "1 scenarios, 1 runs: 1 passed") {
+		t.Fatalf(`"--" then a file named -odd.yaml: exit %d\n%s%s`, code, out, stderr)
+	}
+	code, _, stderr = runCmd(t, p, "--no-such-flag")
+	if code != 2 || !strings.Contains(stderr, "flag provided but not defined: -no-such-flag") {
+		t.Fatalf("an unknown flag after the file: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestNoPositionalCommands: a command without positional arguments names
+// the stray one even when flags follow it.
+func TestNoPositionalCommands(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), []string{"leases", "list", "stray", "--json"}, &out, &errb)
+	if code != exitInvalid || !strings.Contains(errb.String(), `snowchaos leases list: unexpected arguments ["stray"]`) {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
