@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -108,6 +110,28 @@ func TestRunOutputs(t *testing.T) {
 	b, _ := os.ReadFile(hist)
 	if lines := bytes.Count(b, []byte("\n")); lines < 1000 {
 		t.Fatalf("history has %d lines", lines)
+	}
+	if want := "snowchaos run: history: " + hist + ", "; !strings.Contains(stderr, want) || !strings.Contains(stderr, " MB (NDJSON)") {
+		t.Fatalf("stderr does not give the history's size:\n%s", stderr)
+	}
+
+	// A name ending in .gz writes the same lines gzip-compressed.
+	gz := filepath.Join(dir, "h.ndjson.gz")
+	code, _, stderr = runCmd(t, "--history", gz, "--target", "wait,bad-memory-only", "--seed", "5", p)
+	if code != 0 || !strings.Contains(stderr, "snowchaos run: history: "+gz+", ") || !strings.Contains(stderr, "gzip-compressed NDJSON") {
+		t.Fatalf("--history %s: exit %d\n%s", gz, code, stderr)
+	}
+	f, err := os.Open(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s is not gzip: %v", gz, err)
+	}
+	if unzipped, err := io.ReadAll(zr); err != nil || !bytes.Equal(unzipped, b) {
+		t.Fatalf("%s holds %d bytes (%v), want the %d of the plain history", gz, len(unzipped), err, len(b))
 	}
 }
 
