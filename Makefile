@@ -6,7 +6,7 @@ PKGS      ?= ./...
 TESTFLAGS ?= -race -count=1 -timeout 25m
 BIN       := bin/snowchaos
 
-.PHONY: all run run-http test test-short bench bench-peers lint build fmt vet clean dashboards up down chaos
+.PHONY: all run run-http test test-short deps bench bench-peers lint build fmt vet clean dashboards up down chaos
 
 all: lint test
 
@@ -22,6 +22,10 @@ run-http:
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test $(TESTFLAGS) $(PKGS)
+
+## deps: install the Debian packages the integration tests use (prometheus, chrony, chromium, ...), only those missing
+deps:
+	.ci/run deps
 
 ## test-short: unit tests only
 test-short:
