@@ -18,10 +18,14 @@ run:
 run-http:
 	$(GO) run ./cmd/snowchaos run scenarios/http
 
-## test: every test, race detector on (CI=true turns missing services into failures)
+## test: every test, race detector on (CI=true turns missing services into failures);
+## ends with how many tests skipped, why, and the command that installs what is missing
+test: SHELL := /bin/bash
+test: .SHELLFLAGS := -o pipefail -c
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test $(TESTFLAGS) $(PKGS)
+	$(GO) build -o bin/testsummary ./internal/testsummary
+	$(GO) test -json $(TESTFLAGS) $(PKGS) | bin/testsummary -missing "$$(.ci/run missing)" -install "make deps"
 
 ## deps: install the Debian packages the integration tests use (prometheus, chrony, chromium, ...), only those missing
 deps:
