@@ -6,7 +6,7 @@ PKGS      ?= ./...
 TESTFLAGS ?= -race -count=1 -timeout 25m
 BIN       := bin/snowchaos
 
-.PHONY: all run run-http test test-short deps bench bench-peers lint build fmt vet clean dashboards up down chaos
+.PHONY: all run run-http test test-short deps docs bench bench-peers lint build fmt vet clean dashboards up down chaos
 
 all: lint test
 
@@ -30,6 +30,10 @@ test:
 ## deps: install the Debian packages the integration tests use (prometheus, chrony, chromium, ...), only those missing
 deps:
 	.ci/run deps
+
+## docs: regenerate docs/metrics.md from what the commands serve (make test fails when it is stale)
+docs:
+	$(GO) test -count=1 -run '^TestMetricsReference$$' ./cmd/snowchaos -update-docs
 
 ## test-short: unit tests only
 test-short:
