@@ -6,7 +6,7 @@ PKGS      ?= ./...
 TESTFLAGS ?= -race -count=1 -timeout 25m
 BIN       := bin/snowchaos
 
-.PHONY: all run run-http test test-short deps docs bench bench-peers lint build fmt vet clean dashboards up down chaos
+.PHONY: all run run-http test test-short deps docs samples bench bench-peers lint build fmt vet clean dashboards up down chaos
 
 all: lint test
 
@@ -31,9 +31,13 @@ test:
 deps:
 	.ci/run deps
 
-## docs: regenerate docs/metrics.md from what the commands serve (make test fails when it is stale)
-docs:
+## docs: regenerate docs/metrics.md from what the commands serve, and the samples (make test fails when either is stale)
+docs: samples
 	$(GO) test -count=1 -run '^TestMetricsReference$$' ./cmd/snowchaos -update-docs
+
+## samples: rerun the command of every <!-- sample: snowchaos ... --> region in the markdown files and rewrite its output
+samples:
+	$(GO) run ./internal/samples
 
 ## test-short: unit tests only
 test-short:

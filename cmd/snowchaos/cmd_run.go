@@ -176,14 +176,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = report.JSON(stdout, rep)
 	default:
 		err = report.Terminal(stdout, rep)
-		if err == nil {
-			fmt.Fprintf(stdout, "ran in %s\n", elapsed.Round(time.Millisecond))
-		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
 		return exitInvalid
 	}
+	// On stderr, so that stdout is the report alone: byte-identical for a
+	// simulated run with the same seed.
+	fmt.Fprintf(stderr, "snowchaos run: ran in %s\n", elapsed.Round(time.Millisecond))
 	for _, out := range []struct {
 		path   string
 		render func(io.Writer, *harness.Report) error
