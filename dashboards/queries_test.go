@@ -197,7 +197,7 @@ func TestQueriesParseAndNameLiveMetrics(t *testing.T) {
 		for _, n := range names {
 			used[n] = true
 			if !live[n] {
-				t.Errorf("%s: metric %s is not exported by any snowchaos collector (renamed? see telemetry/METRICS.md)", q, n)
+				t.Errorf("%s: metric %s is not exported by any snowchaos collector (renamed? see docs/metrics.md)", q, n)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -29,6 +30,28 @@ const (
 	// changes a scenario's or the report's verdict.
 	NA Verdict = "n/a"
 )
+
+// What a negative control's verdict says: a known-bad target whose
+// expectation held was caught by the harness, which is good news, though
+// its row shows the duplicates it issued.
+const (
+	// Caught: the harness caught the known-bad target doing what the
+	// scenario expects of it (the verdict is pass).
+	Caught = "caught"
+	// Escaped: the harness did not catch it (the verdict is fail).
+	Escaped = "escaped"
+)
+
+// controlVerdict names verdict v of a negative control or its expectation.
+func controlVerdict(v Verdict) string {
+	switch v {
+	case Pass:
+		return Caught
+	case Fail:
+		return Escaped
+	}
+	return string(v)
+}
 
 // worse returns the worse of two verdicts: fail > unknown > pass; n/a
 // never wins (a is kept).
@@ -180,6 +203,25 @@ type Result struct {
 	Timeline *Timeline `json:"-"`
 }
 
+// ControlVerdict is, for a negative control (Control), Caught, Escaped or
+// the verdict (unknown, n/a); for any other run "".
+func (r *Result) ControlVerdict() string {
+	if !r.Control {
+		return ""
+	}
+	return controlVerdict(r.Verdict)
+}
+
+// MarshalJSON writes the result with "control_verdict" (ControlVerdict)
+// first for a negative control; the other keys are as tagged.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	return json.Marshal(struct {
+		ControlVerdict string `json:"control_verdict,omitempty"`
+		*plain
+	}{r.ControlVerdict(), (*plain)(r)})
+}
+
 // Check is one invariant or expectation and its verdict.
 type Check struct {
 	// Expr is the expression as written.
@@ -197,6 +239,25 @@ type Check struct {
 	Reason string `json:"reason,omitempty"`
 	// Line is the expression's line in the scenario file.
 	Line int `json:"line"`
+}
+
+// ControlVerdict is, for a negative control's expectation (Expected),
+// Caught, Escaped or the verdict (unknown); for any other check "".
+func (c Check) ControlVerdict() string {
+	if !c.Expected {
+		return ""
+	}
+	return controlVerdict(c.Verdict)
+}
+
+// MarshalJSON writes the check with "control_verdict" (ControlVerdict)
+// first for an expectation; the other keys are as tagged.
+func (c Check) MarshalJSON() ([]byte, error) {
+	type plain Check
+	return json.Marshal(struct {
+		ControlVerdict string `json:"control_verdict,omitempty"`
+		plain
+	}{c.ControlVerdict(), plain(c)})
 }
 
 // Figures are a run's key figures.

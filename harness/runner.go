@@ -43,6 +43,9 @@ type Options struct {
 	// History, when set, receives an NDJSON line per request (see
 	// historyWriter), run after run in suite order.
 	History io.Writer
+	// HistoryGzip compresses History: one gzip member per run, together
+	// one gzip stream.
+	HistoryGzip bool
 	// Timeline collects the per-bucket series the HTML report plots.
 	Timeline bool
 	// Progress, when set, receives live snapshots; it is called from the
@@ -340,7 +343,7 @@ func runJob(ctx context.Context, j *job, o Options) (res *Result) {
 	}
 	res.KnownBad = r.info.KnownBad
 	if o.History != nil {
-		r.mu.hist = newHistoryWriter(o.History)
+		r.mu.hist = newHistoryWriter(o.History, o.HistoryGzip)
 		defer func() {
 			if err := r.mu.hist.flush(); err != nil && res.Error == "" {
 				res.Error = "history: " + err.Error()

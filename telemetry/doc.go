@@ -15,7 +15,7 @@
 //
 // NewRegistry returns a registry with the Go and process collectors for a
 // served endpoint; Serve and Handler expose it with OpenMetrics (needed for
-// exemplars). METRICS.md lists every series.
+// exemplars). docs/metrics.md lists every series.
 //
 // Conventions: base units (seconds), _total on counters, every known label
 // value present from the start, and no IDs or unbounded values as labels:

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -561,40 +560,6 @@ func TestHarnessMetrics(t *testing.T) {
 		t.Error("no error past MaxScenarioLabels invariants")
 	}
 	h.End()
-}
-
-// TestMetricsDocumented requires METRICS.md to list every series the
-// telemetry collectors export, with its type.
-func TestMetricsDocumented(t *testing.T) {
-	doc, err := os.ReadFile("METRICS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := fullRegistry(t)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		name := mf.GetName()
-		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
-			continue
-		}
-		row := ""
-		for _, line := range strings.Split(string(doc), "\n") {
-			if strings.HasPrefix(line, "| `"+name+"` |") {
-				row = line
-			}
-		}
-		if row == "" {
-			t.Errorf("METRICS.md has no table row for %s", name)
-			continue
-		}
-		typ := strings.ToLower(mf.GetType().String())
-		if !strings.Contains(row, "| "+typ) {
-			t.Errorf("METRICS.md row for %s does not say %s:\n%s", name, typ, row)
-		}
-	}
 }
 
 // TestConcurrentScrape scrapes while generators issue, rewind, restart

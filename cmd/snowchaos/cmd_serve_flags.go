@@ -1,37 +1,12 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/snowchaos/snowchaos/generator"
 )
-
-// parseFlags parses args into fs for a command that takes no positional
-// arguments, with usage (which ends in "flags:\n") and fs's defaults as
-// the -h text, and fs's messages on stderr. ok false means the command
-// returns code at once: exitOK after -h, exitInvalid on bad input.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, usage string) (code int, ok bool) {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitInvalid, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "snowchaos %s: unexpected arguments %q\n", fs.Name(), fs.Args())
-		return exitInvalid, false
-	}
-	return exitOK, true
-}
 
 // presetNames lists the layout presets.
 func presetNames() string {

@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/loadgen"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
-	"github.com/snowchaos/snowchaos/harness/loadgen"
 	"github.com/snowchaos/snowchaos/server"
 )
 
