@@ -34,6 +34,7 @@ const (
 	errNotReady       = "not ready"
 	errInternal       = "internal error"
 	errBadFault       = "invalid fault"
+	errConflict       = "fault refused"
 	errNotAcceptable  = "not acceptable"
 	errUnsupportedMed = "unsupported media type"
 )

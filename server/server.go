@@ -114,6 +114,10 @@ type Server struct {
 	admin http.Handler // admin routes only
 
 	batchPool sync.Pool // *batchBuf
+
+	// adminMu serialises fault injections, so the bounds CheckAgainst
+	// checks hold when the fault is applied.
+	adminMu sync.Mutex
 }
 
 // New validates c and returns a Server. Errors wrap ErrConfig.
