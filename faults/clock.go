@@ -459,6 +459,30 @@ func (c *Clock) Jitter(max time.Duration, rng *rand.Rand) {
 	c.mu.jitter, c.mu.rng, c.mu.jitterWal = int64(max), rng, r.wall
 }
 
+// Hold reports what holds the clock still now: KindPause while a Pause
+// holds both readings, else KindFreeze while a Freeze holds the wall, else
+// "" (and left 0). left is the base time until the hold ends, or -1 for a
+// hold until Release. A caller that needs the wall to move within a bound
+// (a generator waiting for its next tick) cannot progress while left
+// exceeds that bound.
+func (c *Clock) Hold() (kind string, left time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	bm := c.readLocked().bm
+	h := c.mu.pause
+	kind = KindPause
+	if h == nil {
+		h, kind = c.mu.freeze, KindFreeze
+	}
+	switch {
+	case h == nil:
+		return "", 0
+	case h.end < 0:
+		return kind, -1
+	}
+	return kind, time.Duration(max(h.end-bm, 0))
+}
+
 // Revert removes every fault, scheduled ones included: from now on the
 // clock reads exactly as its base (Offset and MonoOffset are 0). After a
 // Pause this moves the monotonic reading forward by the time the pause lost;

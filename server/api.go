@@ -39,7 +39,8 @@ func setBodyHeaders(w http.ResponseWriter, ct []string, n int) {
 
 // handleID serves GET /v1/id.
 func (s *Server) handleID(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	bud := s.budget.Load()
+	ctx, cancel := context.WithTimeoutCause(r.Context(), bud.d, bud.cause)
 	id, err := s.gen.Load().NextContext(ctx)
 	cancel()
 	if err != nil {
@@ -99,7 +100,8 @@ func (s *Server) handleIDs(w http.ResponseWriter, r *http.Request) {
 		bb.ids = make([]generator.ID, n)
 	}
 	ids := bb.ids[:n]
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	bud := s.budget.Load()
+	ctx, cancel := context.WithTimeoutCause(r.Context(), bud.d, bud.cause)
 	got, err := s.gen.Load().NextNContext(ctx, ids)
 	cancel()
 	if got == 0 {
@@ -323,11 +325,19 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, Status{Status: "ready"})
 }
 
-// Ready returns nil when the node is ready: the generator's Ready and then
-// every ReadyCheck, the first failure named.
+// Ready returns nil when the node is ready: the generator's Ready, then
+// the fault clock's hold (see HoldError), then every ReadyCheck, the first
+// failure named.
 func (s *Server) Ready(ctx context.Context) error {
-	if err := s.gen.Load().Ready(); err != nil {
+	g := s.gen.Load()
+	if err := g.Ready(); err != nil {
 		return err
+	}
+	if c := s.cfg.FaultClock; c != nil {
+		kind, left := c.Hold()
+		if err := HoldError(kind, left, g.Settings().MaxWait); err != nil {
+			return err
+		}
 	}
 	for _, c := range s.cfg.ReadyChecks {
 		if err := c.Check(ctx); err != nil {

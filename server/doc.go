@@ -11,6 +11,7 @@
 //	GET    /v1/decode/{id}     the ID's time, node, datacenter, worker and sequence under the node's layout
 //	GET    /healthz            200 while the process serves
 //	GET    /readyz             200 when an ID call would issue now, 503 (Retry-After) otherwise
+//	                           (also while the fault clock is frozen or paused beyond the wait bound)
 //	GET    /metrics            Prometheus exposition of the node's registry
 //	POST   /admin/v1/faults    inject a clock fault (JSON FaultRequest)
 //	GET    /admin/v1/faults    active faults and the clock's offsets (FaultState)

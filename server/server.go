@@ -71,8 +71,10 @@ type Config struct {
 	// Zero: 4096; at most MaxBatchLimit.
 	MaxBatch int
 	// RequestTimeout is the deadline of each ID request's context, passed to
-	// the generator (which also bounds its waits by Settings.MaxWait).
-	// Zero: 5 s.
+	// the generator (which also bounds its waits by Settings.MaxWait). It
+	// is capped at the generator's MaxWait + 250 ms of real time, so a call
+	// fails within the generator's bound even while the generator's
+	// monotonic clock stands still (a paused fault clock). Zero: 5 s.
 	RequestTimeout time.Duration
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
 	// http.Server timeouts. Zero: 5 s, 2×ReadHeaderTimeout,
@@ -103,6 +105,7 @@ type Config struct {
 type Server struct {
 	cfg       Config
 	gen       atomic.Pointer[generator.Generator]
+	budget    atomic.Pointer[idBudget] // of gen
 	layout    generator.Layout
 	tokenHash [sha256.Size]byte
 	reg       *prometheus.Registry
@@ -183,7 +186,7 @@ func New(c Config) (*Server, error) {
 		reg:    c.Registry,
 		log:    c.Logger,
 	}
-	s.gen.Store(c.Generator)
+	s.setGenerator(c.Generator)
 	if c.AdminToken != "" {
 		s.tokenHash = sha256.Sum256([]byte(c.AdminToken))
 	}
@@ -215,7 +218,15 @@ func (s *Server) SetGenerator(g *generator.Generator) (*generator.Generator, err
 	if l := g.Settings().Layout; l != s.layout {
 		return nil, fmt.Errorf("%w: new generator's layout %s differs from %s", ErrConfig, l.Name, s.layout.Name)
 	}
-	return s.gen.Swap(g), nil
+	old := s.gen.Load()
+	s.setGenerator(g)
+	return old, nil
+}
+
+// setGenerator serves g with its request budget.
+func (s *Server) setGenerator(g *generator.Generator) {
+	s.budget.Store(newIDBudget(s.cfg.RequestTimeout, g.Settings().MaxWait))
+	s.gen.Store(g)
 }
 
 // Registry returns the registry /metrics exposes.
