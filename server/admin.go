@@ -187,6 +187,33 @@ func (s *Server) faultState() FaultState {
 	return st
 }
 
+// ErrEmptyToken reports an admin token of whitespace only. Its text never
+// changes once published.
+var ErrEmptyToken = errors.New("server: admin token is empty after trimming whitespace")
+
+// CleanToken returns an admin token as the node compares it, configured
+// and presented alike: without leading and trailing whitespace (a token
+// file's or a secret's newline does not count). A non-empty s of
+// whitespace only is ErrEmptyToken; an empty s is "" (no token).
+func CleanToken(s string) (string, error) {
+	t := strings.TrimSpace(s)
+	if t == "" && s != "" {
+		return "", ErrEmptyToken
+	}
+	return t, nil
+}
+
+// adminAbsent answers /admin/... on a handler without the admin routes:
+// disabled (no token), or served on the separate admin listener.
+func (s *Server) adminAbsent(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.AdminToken != "" {
+		writeError(w, http.StatusNotFound, errNotFound, "no route for "+quote(r.URL.Path)+": the admin API is served on the admin listener (--admin-addr)")
+		return
+	}
+	writeError(w, http.StatusNotFound, errAdminDisabled, "the admin fault API is disabled: start the node with an admin token "+
+		"(SNOWCHAOS_ADMIN_TOKEN, --admin-token-file or --admin-token) on a loopback address, or with --admin-allow-remote")
+}
+
 // adminOnly checks the bearer token before h: 401 without credentials, 403
 // with a wrong token (compared in constant time over SHA-256 digests, so
 // neither the content nor the length of the token leaks).
@@ -194,7 +221,8 @@ func (s *Server) adminOnly(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		scheme, tok, ok := strings.Cut(auth, " ")
-		if auth == "" || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		tok, _ = CleanToken(tok)
+		if auth == "" || !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="snowchaos-admin"`)
 			detail := "missing bearer token (send Authorization: Bearer <token>)"
 			if auth != "" {
@@ -203,7 +231,7 @@ func (s *Server) adminOnly(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, errUnauthorized, detail)
 			return
 		}
-		got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+		got := sha256.Sum256([]byte(tok))
 		if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
 			writeError(w, http.StatusForbidden, errForbidden, "wrong admin token")
 			return

@@ -35,6 +35,7 @@ const (
 	errInternal       = "internal error"
 	errBadFault       = "invalid fault"
 	errConflict       = "fault refused"
+	errAdminDisabled  = "admin API disabled"
 	errNotAcceptable  = "not acceptable"
 	errUnsupportedMed = "unsupported media type"
 )

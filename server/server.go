@@ -62,7 +62,9 @@ type Config struct {
 	// admin API acts on it. Required when AdminToken is set.
 	FaultClock *faults.Clock
 	// AdminToken enables the admin fault API and is the bearer token it
-	// requires. Empty: no admin routes exist (404).
+	// requires, compared without surrounding whitespace (CleanToken); one
+	// of whitespace only is an error. Empty: the admin API is disabled
+	// (/admin/... answers 404 saying so and how to enable it).
 	AdminToken string
 	// AdminAllowRemote lets the admin API listen on a non-loopback address.
 	// False: Serve refuses such a listener with ErrAdminRemote.
@@ -127,6 +129,13 @@ type Server struct {
 func New(c Config) (*Server, error) {
 	if c.Generator == nil {
 		return nil, fmt.Errorf("%w: Generator is nil", ErrConfig)
+	}
+	if c.AdminToken != "" {
+		tok, err := CleanToken(c.AdminToken)
+		if err != nil {
+			return nil, fmt.Errorf("%w: AdminToken: %v", ErrConfig, err)
+		}
+		c.AdminToken = tok
 	}
 	if c.AdminToken != "" && c.FaultClock == nil {
 		return nil, fmt.Errorf("%w: AdminToken is set but FaultClock is nil (the admin API needs a fault clock)", ErrConfig)
@@ -263,6 +272,10 @@ func (s *Server) build(api, admin bool) http.Handler {
 			http.MethodPost:   s.adminOnly(s.handleFaultsPost),
 			http.MethodDelete: s.adminOnly(s.handleFaultsDelete),
 		}))
+	} else {
+		absent := s.route("/admin", methods{"*": s.adminAbsent})
+		mux.Handle("/admin", absent)
+		mux.Handle("/admin/", absent)
 	}
 	mux.Handle("/", s.route("other", methods{"*": notFound}))
 	var h http.Handler = mux

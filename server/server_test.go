@@ -355,7 +355,7 @@ func TestAdminAuth(t *testing.T) {
 	// Disabled without a token: the routes do not exist.
 	d := newNode(t, func(_ *generator.Settings, c *Config) { c.AdminToken = "" })
 	code, hdr, body = d.do(t, "GET", "/admin/v1/faults", map[string]string{"Authorization": "Bearer " + testToken}, "")
-	wantError(t, code, hdr, body, 404, errNotFound)
+	wantError(t, code, hdr, body, 404, errAdminDisabled)
 }
 
 func TestAdminFaults(t *testing.T) {

@@ -160,14 +160,16 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		}
 	}()
 
-	token := f.adminToken
+	token, err := server.CleanToken(f.adminToken)
+	if err != nil {
+		return nil, fmt.Errorf("--admin-token (or SNOWCHAOS_ADMIN_TOKEN): %v", err)
+	}
 	if f.adminFile != "" {
 		b, err := os.ReadFile(f.adminFile)
 		if err != nil {
 			return nil, fmt.Errorf("--admin-token-file: %v", err)
 		}
-		token = strings.TrimSpace(string(b))
-		if token == "" {
+		if token, _ = server.CleanToken(string(b)); token == "" {
 			return nil, fmt.Errorf("--admin-token-file %s is empty", f.adminFile)
 		}
 	}

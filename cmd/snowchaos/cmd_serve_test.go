@@ -143,6 +143,8 @@ func TestServeBadInput(t *testing.T) {
 		"extra args":         {args: []string{"now"}, want: "unexpected"},
 		"unknown flag":       {args: []string{"--nope"}, want: "nope"},
 		"token file":         {args: []string{"--admin-token-file", "/nonexistent/tok"}, want: "admin-token-file"},
+		"blank token env":    {env: map[string]string{"SNOWCHAOS_ADMIN_TOKEN": " \n"}, want: "SNOWCHAOS_ADMIN_TOKEN"},
+		"blank token flag":   {args: []string{"--admin-token", "\t"}, want: "--admin-token"},
 		"max batch":          {args: []string{"--listen", "127.0.0.1:0", "--max-batch", "-1"}, want: "MaxBatch"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -160,6 +162,16 @@ func TestServeBadInput(t *testing.T) {
 				t.Fatalf("listened despite bad input: %s", out.String())
 			}
 		})
+	}
+}
+
+// TestServeTokenTrimmed checks that a token from the environment with a
+// trailing newline (a Kubernetes secret) is the token clients present.
+func TestServeTokenTrimmed(t *testing.T) {
+	t.Setenv("SNOWCHAOS_ADMIN_TOKEN", "abc123\n")
+	url, _, _ := startServe(t, "--listen", "127.0.0.1:0")
+	if _, err := (&server.Client{BaseURL: url, Token: "abc123"}).Faults(context.Background()); err != nil {
+		t.Fatalf("admin API with the token without its newline: %v", err)
 	}
 }
 
