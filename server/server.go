@@ -33,6 +33,14 @@ const (
 	DefaultShutdownTimeout   = 30 * time.Second
 	// MaxBatchLimit is the largest MaxBatch a Config may ask for.
 	MaxBatchLimit = 1 << 20
+	// MaxConnsLimit is the largest MaxConns a Config may ask for.
+	MaxConnsLimit = 1 << 20
+	// MaxTimeout bounds every timeout of a Config but IdleTimeout.
+	MaxTimeout = 10 * time.Minute
+	// MaxIdleTimeout bounds IdleTimeout.
+	MaxIdleTimeout = time.Hour
+	// adminMaxConns is the admin listener's connection limit.
+	adminMaxConns = 32
 )
 
 // Sentinel errors. Their text never changes once published.
@@ -80,8 +88,16 @@ type Config struct {
 	RequestTimeout time.Duration
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
 	// http.Server timeouts. Zero: 5 s, 2×ReadHeaderTimeout,
-	// RequestTimeout + 5 s, and 120 s.
+	// RequestTimeout + 5 s, and 120 s. Each is at most MaxTimeout, except
+	// IdleTimeout, at most MaxIdleTimeout.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxConns bounds the connections the API listener keeps open. At the
+	// limit, or when the process runs out of descriptors, a new connection
+	// closes the longest-idle keep-alive connection; when none is idle it
+	// is answered 503 at once. Zero: the open-file limit less 64
+	// (DefaultMaxConns); at most MaxConnsLimit. The admin listener keeps
+	// at most 32.
+	MaxConns int
 	// MaxBodyBytes bounds a request body (only the admin API reads one).
 	// Zero: 64 KiB.
 	MaxBodyBytes int64
@@ -120,6 +136,9 @@ type Server struct {
 
 	batchPool sync.Pool // *batchBuf
 
+	// lim is the API listener's connection limiter while Serve runs.
+	lim atomic.Pointer[connLimiter]
+
 	// adminMu serialises fault injections, so the bounds CheckAgainst
 	// checks hold when the fault is applied.
 	adminMu sync.Mutex
@@ -146,20 +165,26 @@ func New(c Config) (*Server, error) {
 	if c.MaxBatch < 1 || c.MaxBatch > MaxBatchLimit {
 		return nil, fmt.Errorf("%w: MaxBatch %d out of range [1, %d]", ErrConfig, c.MaxBatch, MaxBatchLimit)
 	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns(openFileLimit())
+	}
+	if c.MaxConns < 1 || c.MaxConns > MaxConnsLimit {
+		return nil, fmt.Errorf("%w: MaxConns %d out of range [1, %d]", ErrConfig, c.MaxConns, MaxConnsLimit)
+	}
 	for _, d := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
+		name     string
+		v        *time.Duration
+		def, max time.Duration
 	}{
-		{"RequestTimeout", &c.RequestTimeout, DefaultRequestTimeout},
-		{"ReadHeaderTimeout", &c.ReadHeaderTimeout, DefaultReadHeaderTimeout},
-		{"ReadTimeout", &c.ReadTimeout, 0},
-		{"WriteTimeout", &c.WriteTimeout, 0},
-		{"IdleTimeout", &c.IdleTimeout, DefaultIdleTimeout},
-		{"ShutdownTimeout", &c.ShutdownTimeout, DefaultShutdownTimeout},
+		{"RequestTimeout", &c.RequestTimeout, DefaultRequestTimeout, MaxTimeout},
+		{"ReadHeaderTimeout", &c.ReadHeaderTimeout, DefaultReadHeaderTimeout, MaxTimeout},
+		{"ReadTimeout", &c.ReadTimeout, 0, MaxTimeout},
+		{"WriteTimeout", &c.WriteTimeout, 0, MaxTimeout},
+		{"IdleTimeout", &c.IdleTimeout, DefaultIdleTimeout, MaxIdleTimeout},
+		{"ShutdownTimeout", &c.ShutdownTimeout, DefaultShutdownTimeout, MaxTimeout},
 	} {
-		if *d.v < 0 {
-			return nil, fmt.Errorf("%w: %s %v is negative", ErrConfig, d.name, *d.v)
+		if *d.v < 0 || *d.v > d.max {
+			return nil, fmt.Errorf("%w: %s %v out of range [0, %v] (0: the default)", ErrConfig, d.name, *d.v, d.max)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
@@ -319,12 +344,14 @@ func (s *Server) Serve(ctx context.Context, main, admin net.Listener) error {
 	if admin != nil && s.cfg.AdminToken == "" {
 		return fmt.Errorf("%w: admin listener given without an admin token", ErrConfig)
 	}
+	lim := newConnLimiter(main, s.cfg.MaxConns)
+	s.lim.Store(lim)
 	servers := []*http.Server{s.httpServer(s.main)}
-	lns := []net.Listener{main}
+	lns := []net.Listener{lim}
 	if admin != nil {
 		servers[0] = s.httpServer(s.api)
 		servers = append(servers, s.httpServer(s.admin))
-		lns = append(lns, admin)
+		lns = append(lns, newConnLimiter(admin, min(adminMaxConns, s.cfg.MaxConns)))
 	}
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
@@ -379,8 +406,17 @@ func (s *Server) httpServer(h http.Handler) *http.Server {
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if lc, ok := c.(*limitedConn); ok {
+				lc.setIdle(st == http.StateIdle)
+			}
+		},
 	}
 }
+
+// MaxConns returns the API listener's connection limit (Config.MaxConns
+// with its default filled in).
+func (s *Server) MaxConns() int { return s.cfg.MaxConns }
 
 // IsLoopbackAddr reports whether a listener address is local only: a TCP
 // or UDP address on a loopback IP, or a Unix socket.

@@ -62,6 +62,10 @@ type serveFlags struct {
 	maxBatch                int
 	requestTimeout          time.Duration
 	shutdownTimeout         time.Duration
+	readHeaderTimeout       time.Duration
+	readTimeout             time.Duration
+	idleTimeout             time.Duration
+	maxConns                int
 	leaseURL, holder        string
 	leaseTTL                time.Duration
 	ntpServers              string
@@ -93,6 +97,10 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.IntVar(&f.maxBatch, "max-batch", server.DefaultMaxBatch, "largest count /v1/ids accepts")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "deadline of each ID request")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "bound on the graceful shutdown")
+	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", server.DefaultReadHeaderTimeout, "time to read a request's headers (at most 10m)")
+	fs.DurationVar(&f.readTimeout, "read-timeout", 0, "time to read a whole request (0: twice --read-header-timeout; at most 10m)")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open (at most 1h)")
+	fs.IntVar(&f.maxConns, "max-conns", 0, "connections kept open at most; at the limit the longest-idle one is closed, and when none is idle a new one gets 503 (0: the open-file limit less 64)")
 	fs.StringVar(&f.leaseURL, "lease", "", "worker-ID lease backend: memory, postgres://... or etcd://host:port[,host:port] (empty: none)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder identity (empty: $POD_NAME, $HOSTNAME or the host name)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", lease.DefaultTTL, "lease duration")
@@ -284,6 +292,7 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 	cfg := server.Config{
 		Generator: gen, FaultClock: fc, AdminToken: token, AdminAllowRemote: f.adminAllowRemote,
 		MaxBatch: f.maxBatch, RequestTimeout: f.requestTimeout, ShutdownTimeout: f.shutdownTimeout,
+		ReadHeaderTimeout: f.readHeaderTimeout, ReadTimeout: f.readTimeout, IdleTimeout: f.idleTimeout, MaxConns: f.maxConns,
 		Registry: reg, Logger: n.log,
 	}
 	if n.tracer.Enabled() {
@@ -431,7 +440,7 @@ func (n *serveNode) serve(ctx context.Context, stdout, stderr io.Writer) int {
 	}
 	st := n.srv.Generator().Settings()
 	n.log.Info("serving", "worker", st.Node, "layout", st.Layout.Name, "epoch", st.Layout.Epoch.Format(time.RFC3339),
-		"policy", st.Policy.String(), "max_wait", st.MaxWait, "admin", n.srv.AdminHandler() != nil)
+		"policy", st.Policy.String(), "max_wait", st.MaxWait, "admin", n.srv.AdminHandler() != nil, "max_conns", n.srv.MaxConns())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	if adminLn != nil {
 		fmt.Fprintf(stdout, "admin listening on %s\n", adminLn.Addr())
