@@ -44,7 +44,8 @@ SNOWCHAOS_MAX_WAIT, and so on (the flag wins). Prefer SNOWCHAOS_ADMIN_TOKEN
 (or --admin-token-file) to --admin-token, which other users can read in the
 process list.
 
-Exit codes: 0 clean shutdown, 1 serving failed, 2 bad flags or environment.
+Exit codes: 0 clean shutdown, 1 serving failed, 2 bad flags or environment,
+130 or 143 when a second SIGINT or SIGTERM cut the graceful shutdown short.
 
 flags:
 `

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,5 +96,43 @@ func TestServeConnLimitUnderUlimit(t *testing.T) {
 	}
 	if strings.Contains(p.Log(), "too many open files") {
 		t.Errorf("the node ran out of descriptors:\n%s", p.Log())
+	}
+}
+
+// TestServeSecondSignalForcesExit holds a request in flight (a POST whose
+// body never comes), sends SIGTERM, and once the node says it is shutting
+// down, a second SIGTERM: the node exits at once with 128+15.
+func TestServeSecondSignalForcesExit(t *testing.T) {
+	addr, p := startChild(t, 0, []string{"SNOWCHAOS_ADMIN_TOKEN=tok"}, "serve", "--listen", "127.0.0.1:0",
+		"--read-timeout", "5m", "--read-header-timeout", "1m", "--shutdown-timeout", "5m")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	io.WriteString(c, "POST /admin/v1/faults HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer tok\r\nContent-Type: application/json\r\n"+
+		"Content-Length: 100\r\nExpect: 100-continue\r\n\r\n")
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.Contains(line, "100 Continue") {
+		t.Fatalf("waiting for 100 Continue (the handler reading the body): %q, %v", line, err)
+	}
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := testenv.Poll(ctx, 10*time.Millisecond, p.Exited(), func() bool { return strings.Contains(p.Log(), "shutting down") }); err != nil {
+		t.Fatalf("no shutdown message after SIGTERM (%v); log:\n%s", err, p.Log())
+	}
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("still running 10s after a second SIGTERM; log:\n%s", p.Log())
+	}
+	if code := p.Cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
+		t.Fatalf("exit code %d, want %d; log:\n%s", code, 128+int(syscall.SIGTERM), p.Log())
+	}
+	if !strings.Contains(p.Log(), "second terminated") {
+		t.Errorf("the forced exit is not explained; log:\n%s", p.Log())
 	}
 }
