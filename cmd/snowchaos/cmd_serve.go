@@ -44,8 +44,14 @@ SNOWCHAOS_MAX_WAIT, and so on (the flag wins). Prefer SNOWCHAOS_ADMIN_TOKEN
 (or --admin-token-file) to --admin-token, which other users can read in the
 process list.
 
-Exit codes: 0 clean shutdown, 1 serving failed, 2 bad flags or environment,
-130 or 143 when a second SIGINT or SIGTERM cut the graceful shutdown short.
+A stored mark ahead of the clock (--checkpoint, or the lease's) holds the
+node: it issues no ID until its clock passes the mark, which serve logs at
+start (WARN when longer than --max-wait: not ready until then). A mark at
+or beyond the end of the layout's lifetime is refused.
+
+Exit codes: 0 clean shutdown, 1 serving failed, 2 bad flags or environment
+(including a stored mark beyond the layout's lifetime), 130 or 143 when a
+second SIGINT or SIGTERM cut the graceful shutdown short.
 
 flags:
 `
@@ -288,6 +294,12 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		return nil, err
 	}
 	n.mu.gen = gen
+	markMs := gen.Stats().MarkMs
+	mark, err := checkStartMark(gen.Settings().Layout, markMs, markSource(f, markMs), wallNow(clock))
+	if err != nil {
+		return nil, err
+	}
+	mark.log(n.log, gen.Settings().MaxWait)
 	n.nodeMet.Attach(gen)
 
 	cfg := server.Config{

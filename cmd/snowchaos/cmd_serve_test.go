@@ -175,6 +175,40 @@ func TestServeTokenTrimmed(t *testing.T) {
 	}
 }
 
+// TestServeStoredMark starts serve on checkpoint files holding marks far
+// ahead: beyond the layout's lifetime it refuses to start, naming the file
+// and the value; an hour ahead it starts, says at start how long the mark
+// holds the node and why, and is not ready.
+func TestServeStoredMark(t *testing.T) {
+	dir := t.TempDir()
+	far := filepath.Join(dir, "far")
+	if err := os.WriteFile(far, []byte("4102444800000\n"), 0o600); err != nil { // 2100-01-01
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	code := dispatch(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--checkpoint", far}, &out, &errb)
+	for _, want := range []string{far, "4102444800000", "2100-01-01T00:00:00Z", "lifetime"} {
+		if code != exitInvalid || !strings.Contains(errb.String(), want) {
+			t.Errorf("mark in 2100: exit %d, stderr %q; want 2 naming %q", code, errb.String(), want)
+		}
+	}
+	ahead := filepath.Join(dir, "ahead")
+	if err := os.WriteFile(ahead, []byte(fmt.Sprint(time.Now().Add(time.Hour).UnixMilli())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url, _, stderr := startServe(t, "--listen", "127.0.0.1:0", "--checkpoint", ahead)
+	for _, want := range []string{"level=WARN", "stored mark holds the node", "for=59m", "source=\"--checkpoint " + ahead, "why="} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("start log lacks %q:\n%s", want, stderr)
+		}
+	}
+	if err := (&server.Client{BaseURL: url}).Ready(context.Background()); err == nil {
+		t.Error("ready while the stored mark is an hour ahead")
+	}
+}
+
 func TestServeEnvNames(t *testing.T) {
 	if got := envName("admin-allow-remote"); got != "SNOWCHAOS_ADMIN_ALLOW_REMOTE" {
 		t.Fatal(got)
