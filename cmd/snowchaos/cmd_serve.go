@@ -216,6 +216,9 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 	if err != nil {
 		return nil, fmt.Errorf("--policy: %v", err)
 	}
+	if err := checkServeFlags(f, layout); err != nil {
+		return nil, err
+	}
 
 	n.tracer, err = tracing.Setup(ctx, f.tracingServiceName)
 	if err != nil {
@@ -315,9 +318,6 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		servers, err := ntpcheck.ParseServerList(f.ntpServers)
 		if err != nil {
 			return nil, fmt.Errorf("--ntp-server: %v", err)
-		}
-		if f.ntpMaxOffset < 0 {
-			return nil, fmt.Errorf("--ntp-max-offset %v is negative", f.ntpMaxOffset)
 		}
 		budget := f.ntpMaxOffset
 		if budget == 0 { // ntpcheck's default: the step threshold
