@@ -391,7 +391,7 @@ func redactDSN(s string) string {
 // already updated the metrics) and, when it acquired a new lease the
 // generator is not bound to, replaces the generator.
 func (n *serveNode) leaseChanged(ctx context.Context, ev lease.Event) {
-	n.log.Info("lease state", "state", ev.State.String(), "worker", ev.Lease.WorkerID, "reason", ev.Reason.String(), "err", ev.Err, "rebind", ev.Rebind)
+	logLeaseEvent(n.log, ev)
 	if !ev.Rebind || ctx.Err() != nil {
 		return
 	}

@@ -122,6 +122,9 @@ func TestServeMemoryLease(t *testing.T) {
 	if !strings.Contains(stderr.String(), "lease acquired") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
+	if strings.Contains(stderr.String(), "no lease acquired") {
+		t.Errorf("a held lease is logged with the closed fence's zero reason:\n%s", stderr)
+	}
 }
 
 func TestServeBadInput(t *testing.T) {
