@@ -2,8 +2,12 @@ package server
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/snowchaos/snowchaos/generator"
 )
 
 // TestIDAPIRejectsUnknownParameters checks that every ID API route
@@ -83,5 +87,25 @@ func TestJSONKeysSnakeCase(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(body), &info); err != nil || info.Stats["issued"] != 2.0 {
 		t.Fatalf("stats.issued in %s (%v), want 2", body, err)
+	}
+}
+
+// TestCheckpointErrorNamedOnce checks that a failed checkpoint write is
+// reported with one "checkpoint failed" prefix, on /v1/id and /readyz.
+func TestCheckpointErrorNamedOnce(t *testing.T) {
+	cp := filepath.Join(t.TempDir(), "missing-dir", "mark")
+	n := newNode(t, func(s *generator.Settings, _ *Config) { s.Checkpoint = generator.NewFileCheckpoint(cp) })
+	for _, p := range []string{"/v1/id", "/readyz"} {
+		code, _, body := n.do(t, "GET", p, nil, "")
+		if code != 503 {
+			t.Fatalf("%s with an unwritable checkpoint: %d %s", p, code, body)
+		}
+		var eb ErrorBody
+		if err := json.Unmarshal([]byte(body), &eb); err != nil {
+			t.Fatal(err)
+		}
+		if c := strings.Count(eb.Detail, "checkpoint failed"); c != 1 || !strings.Contains(eb.Detail, cp) {
+			t.Errorf("%s: detail %q names the checkpoint failure %d times, want once with the path", p, eb.Detail, c)
+		}
 	}
 }

@@ -147,6 +147,7 @@ func TestServeBadInput(t *testing.T) {
 		"max wait":           {args: []string{"--max-wait", "100h"}, want: "--max-wait 100h0m0s out of range"},
 		"lease ttl":          {args: []string{"--lease", "memory", "--lease-ttl", "-1s"}, want: "--lease-ttl"},
 		"idle timeout":       {args: []string{"--idle-timeout", "2h"}, want: "IdleTimeout"},
+		"long holder":        {args: []string{"--lease", "memory", "--holder", strings.Repeat("h", 300)}, want: "lease: invalid config: holder longer than 253 bytes"},
 		"lease":              {args: []string{"--lease", "carrier-pigeon"}, want: "carrier-pigeon"},
 		"env":                {env: map[string]string{"SNOWCHAOS_MAX_WAIT": "soon"}, want: "SNOWCHAOS_MAX_WAIT"},
 		"extra args":         {args: []string{"now"}, want: "unexpected"},
