@@ -91,6 +91,8 @@ type FaultKind struct {
 	// Forward: the fault can move the wall clock ahead, so with a
 	// checkpoint it moves the persisted mark (see FaultState.Warnings).
 	Forward bool
+	// Example is a request body Validate accepts.
+	Example string
 }
 
 // shift is a wall-clock shift parameter ("by").
@@ -103,39 +105,41 @@ func shift(required bool, meaning string) FaultParam {
 var faultKinds = []FaultKind{
 	{Kind: faults.KindStep, Effect: "the wall clock moves by `by` at once, as an NTP step",
 		Params:  []FaultParam{shift(true, "how far; negative: back")},
-		Forward: true},
+		Forward: true, Example: `{"kind":"step","by":"-150ms"}`},
 	{Kind: faults.KindFreeze, Effect: "the wall clock stands still (the monotonic clock runs on)",
-		Params: []FaultParam{{Name: "for", Type: ParamDuration, Max: MaxFaultSpan, Meaning: "how long; 0 or absent: until `release`"}}},
-	{Kind: KindRelease, Effect: "ends a freeze or pause in progress, now"},
+		Params:  []FaultParam{{Name: "for", Type: ParamDuration, Max: MaxFaultSpan, Meaning: "how long; 0 or absent: until `release`"}},
+		Example: `{"kind":"freeze","for":"2s"}`},
+	{Kind: KindRelease, Effect: "ends a freeze or pause in progress, now", Example: `{"kind":"release"}`},
 	{Kind: faults.KindLeap, Effect: "a leap second is inserted: when the wall reaches the instant it steps back 1s",
 		Params: []FaultParam{
 			{Name: "at", Type: ParamTime, Max: MaxFaultOffset, Meaning: "the instant (RFC 3339, normally a UTC midnight); in the past: at once"},
 			{Name: "in", Type: ParamDuration, Max: MaxFaultOffset, Meaning: "the instant as a delay from the clock's now"},
 		},
-		OneOf: []string{"at", "in"}},
+		OneOf: []string{"at", "in"}, Example: `{"kind":"leap","in":"30s"}`},
 	{Kind: faults.KindSmear, Effect: "the wall clock moves by `by` linearly over `window`, as a leap smear",
 		Params: []FaultParam{
 			shift(true, "how far in all; negative: back (never faster than the clock runs)"),
 			{Name: "window", Type: ParamDuration, Required: true, Min: 1, Max: MaxFaultSpan, Meaning: "over how long"},
 		},
-		Forward: true},
+		Forward: true, Example: `{"kind":"smear","by":"-1s","window":"24h"}`},
 	{Kind: faults.KindSlew, Effect: "the wall clock moves by `by` at a bounded rate, as adjtime",
 		Params: []FaultParam{
 			shift(true, "how far in all; negative: back"),
 			{Name: "ppm", Type: ParamPPM, MinPPM: 0, MaxPPM: MaxPPM, Meaning: "the rate; 0 or absent: 500"},
 		},
-		Forward: true},
+		Forward: true, Example: `{"kind":"slew","by":"-200ms","ppm":500}`},
 	{Kind: faults.KindDrift, Effect: "the wall clock runs fast (or slow) by a constant rate, without end",
 		Params:  []FaultParam{{Name: "ppm", Type: ParamPPM, Required: true, MinPPM: -MaxPPM, MaxPPM: MaxPPM, Meaning: "the rate error; negative: slow; 0 stops it"}},
-		Forward: true},
+		Forward: true, Example: `{"kind":"drift","ppm":-50}`},
 	{Kind: faults.KindPause, Effect: "a VM pause: wall and monotonic clocks stand still, then the wall jumps to the base time",
-		Params: []FaultParam{{Name: "for", Type: ParamDuration, Required: true, Min: 1, Max: MaxFaultSpan, Meaning: "how long"}}},
+		Params:  []FaultParam{{Name: "for", Type: ParamDuration, Required: true, Min: 1, Max: MaxFaultSpan, Meaning: "how long"}},
+		Example: `{"kind":"pause","for":"3s"}`},
 	{Kind: faults.KindJitter, Effect: "every wall reading gets independent noise in [0, max]",
 		Params: []FaultParam{
 			{Name: "max", Type: ParamDuration, Required: true, Min: 0, Max: MaxJitter, Meaning: "the noise bound; 0 removes the jitter"},
 			{Name: "seed", Type: ParamSeed, Meaning: "the noise's random seed (absent: 0)"},
 		},
-		Forward: true},
+		Forward: true, Example: `{"kind":"jitter","max":"2ms","seed":42}`},
 }
 
 // FaultKinds returns the admin API's fault kinds, their parameters and
