@@ -322,14 +322,14 @@ func (s *Server) faultWarnings(req FaultRequest) []string {
 	ahead := ""
 	switch {
 	case req.Kind == faults.KindDrift && *req.PPM > 0:
-		ahead = "a mark that grows while the drift runs"
+		ahead = "ever further ahead of the real clock while the drift runs"
 	case req.Kind == faults.KindJitter && time.Duration(*req.Max) > 0:
-		ahead = "a mark up to " + time.Duration(*req.Max).String() + " ahead"
+		ahead = "up to " + time.Duration(*req.Max).String() + " ahead of the real clock"
 	case req.By != nil && *req.By > 0:
-		ahead = "a mark up to " + time.Duration(*req.By).String() + " ahead"
+		ahead = "up to " + time.Duration(*req.By).String() + " ahead of the real clock"
 	default:
 		return nil
 	}
-	return []string{"the node persists its high-water mark (checkpoint): IDs issued while the clock runs ahead leave " + ahead +
-		" of the real clock, which survives DELETE /admin/v1/faults and a restart: until the real clock passes it, the node issues no ID"}
+	return []string{"the node persists its high-water mark (checkpoint): IDs issued while the clock runs ahead leave a mark " + ahead +
+		", which survives DELETE /admin/v1/faults and a restart: until the real clock passes it, the node issues no ID"}
 }
