@@ -55,7 +55,6 @@ type connLimiter struct {
 	max      int
 	refusal  []byte // the response a shed connection gets
 	shedding atomic.Int32
-	shed     atomic.Uint64 // connections refused, for tests and logs
 
 	mu struct {
 		sync.Mutex
@@ -140,7 +139,6 @@ func (l *connLimiter) evictIdleLocked() net.Conn {
 // refuse answers c 503 and closes it, in the background and within
 // shedTimeout; with too many refusals in flight it just closes c.
 func (l *connLimiter) refuse(c net.Conn) {
-	l.shed.Add(1)
 	if l.shedding.Add(1) > maxShedding {
 		l.shedding.Add(-1)
 		c.Close()
