@@ -702,3 +702,28 @@ func TestNewNilBase(t *testing.T) {
 	}()
 	faults.New(nil)
 }
+
+func TestHold(t *testing.T) {
+	base := faults.NewVirtual(t0, false)
+	c := faults.New(base)
+	check := func(wantKind string, wantLeft time.Duration) {
+		t.Helper()
+		if k, left := c.Hold(); k != wantKind || left != wantLeft {
+			t.Fatalf("Hold() = %q, %v; want %q, %v", k, left, wantKind, wantLeft)
+		}
+	}
+	check("", 0)
+	c.Freeze(0)
+	check(faults.KindFreeze, -1)
+	c.Pause(3 * s)
+	check(faults.KindPause, 3*s)
+	base.Advance(s)
+	check(faults.KindPause, 2*s)
+	base.Advance(2 * s)
+	check(faults.KindFreeze, -1)
+	c.Release()
+	check("", 0)
+	c.Freeze(time.Minute)
+	base.Advance(time.Minute)
+	check("", 0)
+}

@@ -741,6 +741,9 @@ func (g *Generator) Ready() error {
 		return fmt.Errorf("%w: tick %d exceeds the layout's maximum %d", ErrLifetime, t, g.maxTick)
 	}
 	if g.cp != nil && t > g.mu.markTick && g.mu.saveErr != nil {
+		if errors.Is(g.mu.saveErr, ErrCheckpoint) {
+			return g.mu.saveErr
+		}
 		return fmt.Errorf("%w: %w", ErrCheckpoint, g.mu.saveErr)
 	}
 	if wt >= need || (!start && wt == tick && !g.mu.fresh) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -335,7 +336,7 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 	}
 	req := Request{Holder: cfg.Holder, Range: cfg.Range, TTL: cfg.TTL, Prefer: cfg.Prefer}
 	if err := req.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, requestConfigError{err}
 	}
 	switch {
 	case cfg.MarginRate < 0 || cfg.MarginRate >= 0.5:
@@ -676,6 +677,17 @@ func (k *Keeper) Tick(ctx context.Context) time.Duration {
 	}
 	return wait
 }
+
+// requestConfigError reports a KeeperConfig whose Request fields are out of
+// range: "lease: invalid config: holder ..." (one prefix, not the config's
+// and the request's), matching both ErrInvalidConfig and ErrInvalidRequest.
+type requestConfigError struct{ err error }
+
+func (e requestConfigError) Error() string {
+	return ErrInvalidConfig.Error() + strings.TrimPrefix(e.err.Error(), ErrInvalidRequest.Error())
+}
+
+func (e requestConfigError) Unwrap() []error { return []error{ErrInvalidConfig, e.err} }
 
 func (k *Keeper) emit(ev Event) {
 	if k.cfg.OnChange != nil {

@@ -253,22 +253,28 @@ func (n *Node) serve(g *generator.Generator) {
 	}
 }
 
-// leaseChanged is the keeper's OnChange: it logs the change and, when the
-// keeper acquired a lease the generator is not bound to, marks a rebind
-// due (Maintain does it, or Run's loop, woken here).
+// leaseChanged is the keeper's OnChange: it logs the change (INFO when the
+// lease is held or released, WARN while renewals fail and when it is lost:
+// the node then refuses IDs until it holds one again) and, when the keeper
+// acquired a lease the generator is not bound to, has the generator
+// rebuilt (Maintain does it, or Run, in a goroutine of its own).
 func (n *Node) leaseChanged(ev lease.Event) {
-	level := slog.LevelInfo
-	if ev.State == lease.StateLost || ev.State == lease.StateRenewing {
-		level = slog.LevelWarn
-	}
+	level, msg := slog.LevelInfo, "lease state"
 	attrs := []any{"state", ev.State.String(), "worker", ev.Lease.WorkerID}
-	if ev.State == lease.StateLost {
+	switch ev.State {
+	case lease.StateRenewing:
+		level, msg = slog.LevelWarn, "lease renewals failing: the node issues within the safety margin"
+	case lease.StateLost:
+		level, msg = slog.LevelWarn, "lease lost: the node refuses IDs until it holds a lease again"
 		attrs = append(attrs, "reason", ev.Reason.String())
 	}
 	if ev.Err != nil {
 		attrs = append(attrs, "err", ev.Err)
 	}
-	n.log.Log(context.Background(), level, "lease state", attrs...)
+	if ev.Rebind {
+		attrs = append(attrs, "rebind", true)
+	}
+	n.log.Log(context.Background(), level, msg, attrs...)
 	if !ev.Rebind {
 		return
 	}

@@ -955,20 +955,17 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 			p.errorf(it, path+".at", "missing: when the fault strikes, as an offset from the start (e.g. at: 2s)")
 		}
 		if e, ok := m["by"]; ok {
-			f.By, _ = p.duration(e.val, path+".by", true)
-			if f.By == 0 {
+			if f.By, ok = p.duration(e.val, path+".by", true); ok && f.By == 0 {
 				p.errorf(e.val, path+".by", "must not be zero")
 			}
 		}
 		if e, ok := m["for"]; ok {
-			f.For, _ = p.duration(e.val, path+".for", false)
-			if f.For == 0 && (f.Kind == KindPause || f.Kind == KindStoreOutage) {
+			if f.For, ok = p.duration(e.val, path+".for", false); ok && f.For == 0 && (f.Kind == KindPause || f.Kind == KindStoreOutage) {
 				p.errorf(e.val, path+".for", "a %s must last a positive time", f.Kind)
 			}
 		}
 		if e, ok := m["window"]; ok {
-			f.Window, _ = p.duration(e.val, path+".window", false)
-			if f.Window == 0 {
+			if f.Window, ok = p.duration(e.val, path+".window", false); ok && f.Window == 0 {
 				p.errorf(e.val, path+".window", "must be positive")
 			}
 		}

@@ -151,6 +151,41 @@ invariants: ["duplicates == 0"]
 	}
 }
 
+// TestParseNoFollowUpErrors checks that a fault parameter that fails to
+// parse is reported once, without a second, false complaint about the zero
+// value left behind (such as "must not be zero" after "longer than a year").
+func TestParseNoFollowUpErrors(t *testing.T) {
+	base := `name: x
+duration: 10s
+nodes: [{name: a, worker: 1}]
+load: {rate: 100/s}
+invariants: ["duplicates == 0"]
+faults:
+`
+	for _, tc := range []struct{ fault, key, want string }{
+		{"{at: 1s, kind: step, by: -876000h}", "faults[0].by", "longer than a year"},
+		{"{at: 1s, kind: step, by: soon}", "faults[0].by", "want a duration"},
+		{"{at: 1s, kind: pause, for: 9000h}", "faults[0].for", "longer than a year"},
+		{"{at: 1s, kind: pause, for: -1s}", "faults[0].for", "must not be negative"},
+		{"{at: 1s, kind: smear, by: 1s, window: long}", "faults[0].window", "want a duration"},
+	} {
+		_, err := Parse("f.yaml", []byte(base+"  - "+tc.fault+"\n"))
+		var list ErrorList
+		if !errors.As(err, &list) {
+			t.Fatalf("%s: %v, want an ErrorList", tc.fault, err)
+		}
+		var got []string
+		for _, e := range list {
+			if e.Key == tc.key {
+				got = append(got, e.Msg)
+			}
+		}
+		if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+			t.Errorf("%s: errors for %s: %q, want one saying %q", tc.fault, tc.key, got, tc.want)
+		}
+	}
+}
+
 func TestParseExpr(t *testing.T) {
 	good := map[string]string{
 		"duplicates == 0":                  "duplicates == 0",
