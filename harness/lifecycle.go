@@ -140,13 +140,13 @@ func (l *lifecycle) changed() {
 
 // setup starts the nodes and schedules the lifecycle events; false when a
 // node failed to start (res then says why and is final). leaseClock is the
-// lease store's clock (reference time).
+// lease store's clock (reference time). The driver registers the fault
+// windows (run.windows) once the run's start is fixed.
 func (l *lifecycle) setup(res *Result, leaseClock generator.Clock) bool {
 	r := l.run
 	if r.usesLeases() {
 		r.leases = lease.NewMemory(leaseClock)
 	}
-	r.windows()
 	if r.opts.Timeline {
 		r.mu.tl = newTimeline(r.s, len(r.s.Nodes))
 	}

@@ -387,6 +387,11 @@ func (r *run) finish(res *Result, events uint64) {
 	if counted == 0 {
 		res.Verdict = Unknown
 	}
+	if vr.IDs == 0 && res.Error == "" {
+		// Every invariant holds vacuously over no IDs: that proves nothing.
+		res.Error = "no ID was issued in the whole run: every check is vacuous"
+		res.Verdict = worse(res.Verdict, Unknown)
+	}
 	if r.metrics != nil {
 		for _, c := range res.Checks {
 			_ = r.metrics.SetVerdict(c.Expr, telemetry.ParseVerdict(string(c.Verdict)))
