@@ -427,7 +427,7 @@ func (k *Keeper) Load() (int64, error) {
 // to the store with the next renewal and on Release. It does no I/O; it
 // fails with a *FenceError when the generator is not bound to the current
 // lease.
-func (k *Keeper) Save(mark int64) error {
+func (k *Keeper) Save(_ context.Context, mark int64) error {
 	g := k.bound.Load()
 	if g == nil || g != k.cur.Load() {
 		return k.fenceErr(g)
