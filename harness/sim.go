@@ -417,7 +417,11 @@ func (s *sim) fault(fi int) {
 	case scenario.KindHandoff:
 		sl := s.slot(f.Nodes[0])
 		advance(sl.host, s.t)
-		if err := s.stopSlot(sl, target.StopOptions{Graceful: true}, "handing off"); err != nil {
+		stop, why := target.StopOptions{Graceful: true}, "handing off"
+		if f.Crash { // kill -9: no final mark, the lease left to expire
+			stop, why = target.StopOptions{}, "crashed; handing off"
+		}
+		if err := s.stopSlot(sl, stop, why); err != nil {
 			s.stopFailed(fi, sl, err)
 		}
 		if f.Gap == 0 {
@@ -589,7 +593,8 @@ func (s *sim) bringUp(fi int, sl *slot) {
 	}
 }
 
-// handoff starts a node's worker ID on a new host whose clock is Behind.
+// handoff starts a node's worker ID on a new host whose clock is Behind
+// (after the old host stopped, gracefully or by a crash).
 func (s *sim) handoff(fi int, sl *slot) {
 	f := s.s.Faults[fi]
 	if sl.node != nil {

@@ -175,6 +175,7 @@ func (n *procNode) Start(ctx context.Context) error {
 		if n.spec.NoPauseCheck {
 			cfg.PauseThreshold = time.Duration(math.MaxInt64)
 		}
+		cfg.DisableMarkWriteThrough = n.spec.NoMarkWriteThrough
 		var err error
 		k, err = lease.NewKeeper(cfg)
 		if err != nil {

@@ -140,6 +140,10 @@ type NodeSpec struct {
 	// NoFence lets the node issue whether it holds its lease or not (a
 	// negative control).
 	NoFence bool
+	// NoMarkWriteThrough writes the node's mark to the lease store only at
+	// renewal and release (a negative control: after a crash the stored
+	// mark lags what was issued).
+	NoMarkWriteThrough bool
 }
 
 // SpecOf returns the NodeSpec of a scenario node.
@@ -149,6 +153,7 @@ func SpecOf(n scenario.Node) NodeSpec {
 		Policy: n.Policy, MaxWait: n.MaxWait, MaxLead: n.MaxLead, Reserve: n.Reserve,
 		Checkpoint: n.Checkpoint, Lease: n.Lease, ClockOffset: n.ClockOffset,
 		LeaseTTL: n.LeaseTTL, NoHandoffGuard: n.NoHandoffGuard, NoPauseCheck: n.NoPauseCheck, NoFence: n.NoFence,
+		NoMarkWriteThrough: n.NoMarkWriteThrough,
 	}
 	if r := n.WorkerRange; r != nil {
 		spec.WorkerRange = &lease.Range{Min: r.Min, Max: r.Max}
