@@ -64,6 +64,8 @@ type serveFlags struct {
 	shutdownTimeout         time.Duration
 	leaseURL, holder        string
 	leaseTTL                time.Duration
+	leaseSkew               time.Duration
+	markAtRenewal           bool // settable only in a -tags negativecontrols build
 	ntpServers              string
 	ntpMaxOffset, ntpEvery  time.Duration
 	clockOffset             time.Duration
@@ -96,6 +98,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.leaseURL, "lease", "", "worker-ID lease backend: memory, postgres://... or etcd://host:port[,host:port] (empty: none)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder identity (empty: $POD_NAME, $HOSTNAME or the host name)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", lease.DefaultTTL, "lease duration")
+	fs.DurationVar(&f.leaseSkew, "lease-skew-budget", 0, "extra wait past the previous holder's recorded mark on taking over its worker ID, at most "+lease.MaxSkewBudget.String()+": for marks that lag what was issued (README: handoff guard); clock offsets need none")
 	fs.StringVar(&f.leaseSchema, "lease-schema", "", "Postgres lease schema (empty: public)")
 	fs.StringVar(&f.leaseTable, "lease-table", "", "Postgres lease table (empty: worker_leases)")
 	fs.StringVar(&f.ntpServers, "ntp-server", "", "NTP servers to watch (comma separated); the node is not ready while the offset passes --ntp-max-offset")
@@ -104,6 +107,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "start with the wall clock stepped by this much (implies --fault-clock)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.tracingServiceName, "service-name", "snowchaos-serve", "OpenTelemetry service.name fallback (tracing is on when OTEL_EXPORTER_OTLP_ENDPOINT is set)")
+	addControlFlags(fs, f)
 	return fs
 }
 
@@ -223,6 +227,12 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		Layout: layout, Node: f.worker, Policy: policy, MaxWait: f.maxWait, MaxLead: f.maxLead,
 		Reserve: f.reserve, Clock: clock, Observer: n.nodeMet,
 	}
+	if f.leaseSkew < 0 || f.leaseSkew > lease.MaxSkewBudget {
+		return nil, fmt.Errorf("--lease-skew-budget %v outside [0, %v]", f.leaseSkew, lease.MaxSkewBudget)
+	}
+	if f.leaseSkew != 0 && f.leaseURL == "" {
+		return nil, errors.New("--lease-skew-budget needs --lease")
+	}
 	var cp generator.Checkpointer
 	if f.checkpoint != "" {
 		cp = generator.NewFileCheckpoint(f.checkpoint)
@@ -243,8 +253,9 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		obs := leaseobs.New(lc.MustNode(""), "")
 		n.keeper, err = obs.NewKeeper(lease.KeeperConfig{
 			Registry: store, Holder: f.holder, Range: lease.NodeRange(layout.NodeBits),
-			Prefer: []int64{f.worker}, TTL: f.leaseTTL, Clock: clock,
-			OnChange: func(ev lease.Event) { n.leaseChanged(bgCtx, ev) },
+			Prefer: []int64{f.worker}, TTL: f.leaseTTL, Clock: clock, SkewBudget: f.leaseSkew,
+			DisableMarkWriteThrough: f.markAtRenewal,
+			OnChange:                func(ev lease.Event) { n.leaseChanged(bgCtx, ev) },
 		})
 		if err != nil {
 			return nil, err
