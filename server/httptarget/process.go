@@ -32,7 +32,10 @@ import (
 // on free loopback ports, one per host, each with its own admin token and
 // host directory (the checkpoint's disk). Stop without Graceful is kill -9;
 // Graceful is SIGTERM (in-flight requests finish, the final mark is
-// persisted). A clone is a second process with the same worker ID.
+// persisted). A clone is a second process with the same worker ID; a
+// handoff stops the process (SIGTERM, or kill -9 for a crash handoff) and
+// starts one on a new host, with its own holder identity and the clock
+// offset the fault gives it.
 //
 // Nodes may lease their worker ID from a shared store (lease:
 // postgres://... or etcd://host:port; an in-memory lease cannot span
@@ -44,6 +47,10 @@ import (
 // table in its own schema (snowchaos_<hash of the run and pid>), dropped by
 // EndRun; etcd has no per-run namespace, so the run tag in the holder keeps
 // runs apart and a killed run's keys expire with their TTL.
+//
+// A node with mark_write_through: off (a negative control) gets serve's
+// --lease-mark-at-renewal, which only a snowchaos built with -tags
+// negativecontrols has.
 type Process struct {
 	// Name is the registered name; empty: "process".
 	Name string
@@ -84,10 +91,10 @@ func (t *Process) Info() target.Info {
 	if name == "" {
 		name = ProcessName
 	}
-	kinds := append(append([]scenario.Kind(nil), clockKinds...), scenario.KindRestart, scenario.KindClone)
+	kinds := append(append([]scenario.Kind(nil), clockKinds...), scenario.KindRestart, scenario.KindClone, scenario.KindHandoff)
 	return target.Info{
 		Name: name,
-		Doc:  "snowchaos serve child processes on loopback ports: restart is kill -9 and start, a clone a second process",
+		Doc:  "snowchaos serve child processes on loopback ports: restart is kill -9 and start, a clone a second process, a handoff a process on a new host",
 		Caps: target.Capabilities{Faults: kinds, Checkpoint: true, OffsetTolerance: offsetTolerance,
 			Leases: []string{scenario.LeasePostgres, scenario.LeaseEtcd}},
 	}
@@ -125,7 +132,7 @@ func (t *Process) Start(ctx context.Context, spec target.NodeSpec, env target.En
 			return nil, fmt.Errorf("%w: node %s: snowchaos serve takes no worker range and always guards handoffs, checks pauses and fences", target.ErrUnsupported, spec.Name)
 		}
 		r := t.run(env.Run, kind, spec.Lease)
-		lz = &procLease{url: spec.Lease, holder: spec.Host + "." + r.tag, ttl: spec.LeaseTTL}
+		lz = &procLease{url: spec.Lease, holder: spec.Host + "." + r.tag, ttl: spec.LeaseTTL, markAtRenewal: spec.NoMarkWriteThrough}
 		if kind == scenario.LeasePostgres {
 			lz.schema = r.schema
 		}
@@ -200,10 +207,12 @@ func dropSchema(ctx context.Context, url, schema string) error {
 }
 
 // procLease is a node's lease: the store's URL, the holder identity (the
-// host's), the TTL (zero: serve's default) and the Postgres schema.
+// host's), the TTL (zero: serve's default), the Postgres schema, and
+// whether the mark is written only at renewal (a negative control).
 type procLease struct {
 	url, holder, schema string
 	ttl                 time.Duration
+	markAtRenewal       bool
 }
 
 // childEnv drops the parent's SNOWCHAOS_* settings, so that only the flags
@@ -281,6 +290,9 @@ func (n *procNode) args() []string {
 		if lz.ttl > 0 {
 			a = append(a, "--lease-ttl", lz.ttl.String())
 		}
+		if lz.markAtRenewal {
+			a = append(a, "--lease-mark-at-renewal")
+		}
 	}
 	return append(a, n.t.Args...)
 }
@@ -335,6 +347,9 @@ func (n *procNode) Start(ctx context.Context) error {
 		if strings.Contains(out, lease.ErrAllTaken.Error()) {
 			// The lease refused the node a worker ID: the harness counts it.
 			return fmt.Errorf("node %s: snowchaos serve %s: %w; stderr:\n%s", n.spec.Name, why, lease.ErrAllTaken, out)
+		}
+		if n.lease != nil && n.lease.markAtRenewal && strings.Contains(out, "-lease-mark-at-renewal") {
+			return fmt.Errorf("%w: node %s: mark_write_through: off needs a snowchaos built with -tags negativecontrols (%s); stderr:\n%s", target.ErrUnsupported, n.spec.Name, n.bin, out)
 		}
 		return fmt.Errorf("node %s: snowchaos serve %s; stderr:\n%s", n.spec.Name, why, out)
 	}
