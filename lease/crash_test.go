@@ -14,7 +14,7 @@ import (
 // at or above every ID the crashed holder issued (it was recorded before
 // any ID passed it), so a successor whose clock is 12 s behind waits and
 // repeats nothing. The negative control records the mark only at renewal,
-// as before: the stored mark is TTL/6 (1.5 s) behind A's last ID and B
+// as before: the stored mark is about TTL/6 (1.5 s) behind A's last ID and B
 // repeats A's IDs of that time.
 func TestCrashHandoffToNodeBehind(t *testing.T) {
 	for _, tc := range []struct {

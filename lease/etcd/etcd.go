@@ -307,20 +307,25 @@ func (r *Registry) current(ctx context.Context, l lease.Lease) (*mvccpb.KeyValue
 }
 
 // maxMarkRaces bounds how often raiseMark reads again after a concurrent
-// write of the same mark key (by this holder's own Renew and Record).
-const maxMarkRaces = 16
+// write of the same mark key (by this holder's own Renew and Record; each
+// lost race means another write succeeded).
+const maxMarkRaces = 64
 
 // raiseMark stores max(stored, last) as the mark, and deletes the worker
 // key when release, in one transaction that succeeds only while l is the
 // live lease and the mark key is unchanged since it was read (so a
-// concurrent write never lowers it); on a lost race it reads again. It
-// returns the mark now stored and the worker key as read.
+// concurrent write never lowers it); on a lost race it reads again. A mark
+// l already wrote at or above last is not written again (l was seen live).
+// It returns the mark now stored and the worker key as read.
 func (r *Registry) raiseMark(ctx context.Context, l lease.Lease, last int64, release bool) (int64, *mvccpb.KeyValue, error) {
 	wk, mk := r.workerKey(l.WorkerID), r.markKey(l.WorkerID)
 	for range maxMarkRaces {
 		kv, mv, rev, err := r.current(ctx, l)
 		if err != nil {
 			return 0, nil, err
+		}
+		if mv.LastIssuedMs >= last && mv.Token == l.Token && mv.Holder == l.Holder && !release {
+			return mv.LastIssuedMs, kv, nil
 		}
 		v := max(mv.LastIssuedMs, last)
 		ops := []clientv3.Op{clientv3.OpPut(mk, mustJSON(markVal{Holder: l.Holder, Token: l.Token, LastIssuedMs: v}))}

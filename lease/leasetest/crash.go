@@ -35,9 +35,10 @@ const CrashBehind = 12 * time.Second
 
 // CrashHandoff runs the crash of issue 12 item 1 on b's store with two
 // Keepers and generators wired as snowchaos serve wires them (worker 3
-// only, the refuse policy, a 10 ms reservation), both on clock (which is
-// also b's store clock when b.Advance is set; otherwise the store runs on
-// real time and the successor polls until the crashed lease expired).
+// only, the refuse policy, a 100 ms reservation: a store write every 50 ms
+// of issuing), both on clock (which is also b's store clock when b.Advance
+// is set; otherwise the store runs on real time and the successor polls
+// until the crashed lease expired).
 //
 // Node A issues one ID per millisecond for ttl/2, renewing at ttl/3, and
 // crashes (no Close, no Release) halfway to its next renewal. Node B, another holder whose clock is
@@ -132,7 +133,7 @@ func crashGenerator(t *testing.T, k *lease.Keeper, l lease.Lease) *generator.Gen
 	t.Helper()
 	g, err := generator.New(generator.Settings{
 		Node: l.WorkerID, Policy: generator.PolicyRefuse, Clock: k.Clock(), Fence: k, Checkpoint: k,
-		Reserve: 10 * time.Millisecond,
+		Reserve: 100 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

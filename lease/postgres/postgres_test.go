@@ -326,7 +326,7 @@ func TestKeeperFencesWhenStoreGoesAway(t *testing.T) {
 // without releasing; a holder whose clock is 12 s behind takes the worker
 // ID once Postgres expired the lease. The mark it reads was recorded
 // before any ID passed it, so it repeats nothing. The negative control,
-// which writes the mark only at renewal, repeats the 0.5 s of IDs since.
+// which writes the mark only at renewal, repeats about 0.5 s of IDs.
 func TestCrashHandoff(t *testing.T) {
 	adm := admin(t)
 	for _, tc := range []struct {
