@@ -18,7 +18,7 @@ import (
 // against the normal build, which must repeat none.
 func TestCrashHandoffControl(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a real-mode scenario of about 15 s")
+		t.Skip("a real-mode scenario of about 20 s")
 	}
 	if !postgresReachable(t) {
 		t.Skip("no Postgres (CI unset)")
