@@ -416,7 +416,11 @@ func (l *lifecycle) fault(fi int) {
 	case scenario.KindHandoff:
 		sl := l.slot(f.Nodes[0])
 		sl.host.advance(now)
-		if err := l.stopSlot(sl, target.StopOptions{Graceful: true}, "handing off"); err != nil {
+		stop, why := target.StopOptions{Graceful: true}, "handing off"
+		if f.Crash { // kill -9: no final mark, the lease left to expire
+			stop, why = target.StopOptions{}, "crashed; handing off"
+		}
+		if err := l.stopSlot(sl, stop, why); err != nil {
 			l.stopFailed(fi, sl, err)
 		}
 		if f.Gap == 0 {
@@ -680,7 +684,8 @@ func (l *lifecycle) bringUp(fi int, sl *slot) {
 	}
 }
 
-// handoff starts a node's worker ID on a new host whose clock is Behind.
+// handoff starts a node's worker ID on a new host whose clock is Behind
+// (after the old host stopped, gracefully or by a crash).
 func (l *lifecycle) handoff(fi int, sl *slot) {
 	f := l.s.Faults[fi]
 	if sl.node != nil {

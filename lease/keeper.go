@@ -21,6 +21,10 @@ const (
 	DefaultMaxFailures = 3
 )
 
+// MaxSkewBudget is the largest KeeperConfig.SkewBudget: a new holder waits
+// the budget out on every handoff.
+const MaxSkewBudget = time.Minute
+
 // KeeperConfig configures a Keeper. Every field but Registry has a safe
 // zero value.
 type KeeperConfig struct {
@@ -60,12 +64,26 @@ type KeeperConfig struct {
 	// RetryInterval is the pause before retrying a failed renewal or
 	// acquisition; zero: TTL/10.
 	RetryInterval time.Duration
-	// SkewBudget is added to the previous holder's last issued time by Load
-	// (the handoff guard), covering clock offset between nodes; zero: none.
+	// SkewBudget is added to the previous holder's stored mark by Load (the
+	// handoff guard); zero: none; at most MaxSkewBudget. It covers a stored
+	// mark that may lag what its holder issued: one left by a holder that
+	// wrote its mark only at renewal (DisableMarkWriteThrough, or a
+	// snowchaos release before Registry.Record) and crashed, up to TTL/3
+	// of issuing behind. Clock offset between nodes needs no budget: the
+	// mark is read off the previous holder's clock, the clock its IDs
+	// carry, and is recorded before any ID passes it, so a new holder that
+	// waits until its own clock passes the mark issues above every earlier
+	// ID however far behind its clock is.
 	SkewBudget time.Duration
 	// DisableHandoffGuard makes Load return 0, so a new holder starts at
 	// once whatever the previous holder issued. Only for negative controls.
 	DisableHandoffGuard bool
+	// DisableMarkWriteThrough makes Save keep the mark in memory only, to
+	// be written with the next renewal or on Release, as before marks were
+	// recorded ahead: after a crash the stored mark lags what was issued
+	// by up to TTL/3, and a new holder whose clock is behind repeats IDs.
+	// Only for negative controls.
+	DisableMarkWriteThrough bool
 	// PauseThreshold is how far the wall clock may jump ahead of the
 	// monotonic clock (compared with the last renewal) before the Keeper
 	// suspects a VM pause and closes the fence until a fresh renewal
@@ -222,12 +240,15 @@ type KeeperStats struct {
 	ClockJumps   uint64        // suspected pauses detected
 	HandoffWaits uint64        // Loads whose mark lay ahead of the wall clock
 	HandoffWait  time.Duration // the last such lead (how long the generator must wait)
-	MarkMs       int64         // mark to be written with the next renewal
+	MarkMs       int64         // highest mark given to Save
+	Records      uint64        // marks Save wrote to the store
+	RecordErrs   uint64        // Save's writes that failed (the generator then refuses past its old mark)
 }
 
 type grant struct {
 	workerID, token int64
 	validUntil      atomic.Int64 // mono ns; math.MinInt64 when closed
+	stored          atomic.Int64 // a mark the store is known to hold for the worker ID
 	mu              struct {
 		sync.Mutex
 		epoch  uint64 // bumped on each early close
@@ -289,6 +310,7 @@ type Keeper struct {
 	}
 
 	nAcq, nAcqErr, nOK, nFail, nLost, nFenced, nJumps, nHandoff atomic.Uint64
+	nRecord, nRecordErr                                         atomic.Uint64
 	handoffWait                                                 atomic.Int64
 }
 
@@ -345,6 +367,8 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 		return nil, fmt.Errorf("%w: max failures %d", ErrInvalidConfig, cfg.MaxFailures)
 	case cfg.CallTimeout <= 0 || cfg.RetryInterval <= 0 || cfg.SkewBudget < 0 || cfg.PauseThreshold < 0:
 		return nil, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+	case cfg.SkewBudget > MaxSkewBudget:
+		return nil, fmt.Errorf("%w: skew budget %v above %v", ErrInvalidConfig, cfg.SkewBudget, MaxSkewBudget)
 	case cfg.TTL-margin <= cfg.TTL/3+cfg.CallTimeout:
 		return nil, fmt.Errorf("%w: ttl %v less margin %v leaves no room for a renewal every %v taking up to %v",
 			ErrInvalidConfig, cfg.TTL, margin, cfg.TTL/3, cfg.CallTimeout)
@@ -424,19 +448,49 @@ func (k *Keeper) Load() (int64, error) {
 	return mark, nil
 }
 
-// Save implements generator.Checkpointer: it records mark to be written
-// to the store with the next renewal and on Release. It does no I/O; it
-// fails with a *FenceError when the generator is not bound to the current
-// lease.
-func (k *Keeper) Save(mark int64) error {
+// Save implements generator.Checkpointer: it records mark in the store
+// (Registry.Record, bounded by ctx and CallTimeout) before returning, so
+// that the mark a new holder reads is never below an ID this node issued.
+// A mark at or below one the store already holds costs no I/O; the
+// generator calls Save about once per Reserve/2. It fails with a
+// *FenceError when the generator is not bound to the current lease, and
+// with the store's error (ErrUnavailable, ErrLost) when the store did not
+// take the mark; after ErrLost the fence is closed at once. With
+// DisableMarkWriteThrough it only keeps the mark for the next renewal.
+func (k *Keeper) Save(ctx context.Context, mark int64) error {
 	g := k.bound.Load()
 	if g == nil || g != k.cur.Load() {
 		return k.fenceErr(g)
 	}
+	raise(&k.mark, mark)
+	if k.cfg.DisableMarkWriteThrough || mark <= g.stored.Load() {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, k.cfg.CallTimeout)
+	err := k.cfg.Registry.Record(cctx, g.leaseNow(), mark)
+	cancel()
+	if err != nil {
+		k.nRecordErr.Add(1)
+		if errors.Is(err, ErrLost) {
+			if g.closeFence(ReasonLost, err) {
+				k.nFenced.Add(1)
+			}
+			k.force.Store(true) // the next Tick finds out and re-acquires
+			k.poke()
+		}
+		return fmt.Errorf("worker %d: recording mark %d: %w", g.workerID, mark, err)
+	}
+	k.nRecord.Add(1)
+	raise(&g.stored, mark)
+	return nil
+}
+
+// raise sets v to x when x is greater.
+func raise(v *atomic.Int64, x int64) {
 	for {
-		old := k.mark.Load()
-		if mark <= old || k.mark.CompareAndSwap(old, mark) {
-			return nil
+		old := v.Load()
+		if x <= old || v.CompareAndSwap(old, x) {
+			return
 		}
 	}
 }
@@ -538,6 +592,8 @@ func (k *Keeper) Stats() KeeperStats {
 		HandoffWaits: k.nHandoff.Load(),
 		HandoffWait:  time.Duration(k.handoffWait.Load()),
 		MarkMs:       k.mark.Load(),
+		Records:      k.nRecord.Load(),
+		RecordErrs:   k.nRecordErr.Load(),
 	}
 	if g := k.cur.Load(); g != nil {
 		l := g.leaseNow()
@@ -741,6 +797,7 @@ func (k *Keeper) renewLocked(ctx context.Context, g *grant) (time.Duration, *Eve
 	case err == nil:
 		k.nOK.Add(1)
 		k.tick.failures = 0
+		raise(&g.stored, nl.LastIssuedMs)
 		g.mu.Lock()
 		g.mu.lease = nl
 		reopened := g.mu.epoch == epoch
@@ -809,6 +866,7 @@ func (k *Keeper) acquireLocked(ctx context.Context) (*Event, error) {
 	}
 	k.nAcq.Add(1)
 	g := &grant{workerID: l.WorkerID, token: l.Token}
+	g.stored.Store(l.LastIssuedMs)
 	g.mu.lease = l
 	g.validUntil.Store(sent + k.validity)
 	k.offset.Store(wall - sent)

@@ -105,6 +105,10 @@ type Controls struct {
 	NoPauseCheck bool
 	// NoFence lets the node issue whether it holds its lease or not.
 	NoFence bool
+	// NoMarkWriteThrough records the node's mark in the lease store only
+	// at renewal and release, so after a crash the stored mark lags what
+	// was issued.
+	NoMarkWriteThrough bool
 }
 
 // ErrStopped is returned by Issue on a node that is stopped.
@@ -197,15 +201,16 @@ func (n *Node) acquire(ctx context.Context, s *generator.Settings) error {
 	}
 	layout := s.Layout.Normalize()
 	kc := lease.KeeperConfig{
-		Registry:            lc.Registry,
-		Holder:              lc.Holder,
-		Range:               lease.NodeRange(layout.NodeBits),
-		Prefer:              []int64{s.Node},
-		TTL:                 lc.TTL,
-		Clock:               s.Clock,
-		SkewBudget:          lc.SkewBudget,
-		DisableHandoffGuard: lc.Controls.NoHandoffGuard,
-		OnChange:            n.leaseChanged,
+		Registry:                lc.Registry,
+		Holder:                  lc.Holder,
+		Range:                   lease.NodeRange(layout.NodeBits),
+		Prefer:                  []int64{s.Node},
+		TTL:                     lc.TTL,
+		Clock:                   s.Clock,
+		SkewBudget:              lc.SkewBudget,
+		DisableHandoffGuard:     lc.Controls.NoHandoffGuard,
+		DisableMarkWriteThrough: lc.Controls.NoMarkWriteThrough,
+		OnChange:                n.leaseChanged,
 	}
 	if lc.Range != nil {
 		kc.Range = *lc.Range

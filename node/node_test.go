@@ -28,7 +28,7 @@ func (d *disk) Load() (int64, error) {
 	return d.mark, nil
 }
 
-func (d *disk) Save(mark int64) error {
+func (d *disk) Save(_ context.Context, mark int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.mark = max(d.mark, mark)

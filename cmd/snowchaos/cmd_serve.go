@@ -76,6 +76,8 @@ type serveFlags struct {
 	maxConns                int
 	leaseURL, holder        string
 	leaseTTL                time.Duration
+	leaseSkew               time.Duration
+	markAtRenewal           bool // settable only in a -tags negativecontrols build
 	ntpServers              string
 	ntpMaxOffset, ntpEvery  time.Duration
 	clockOffset             time.Duration
@@ -112,6 +114,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.leaseURL, "lease", "", "worker-ID lease backend: memory, postgres://..., etcd://host:port[,host:port] or zk://host:port[,host:port][/path] (empty: none)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder identity (empty: $POD_NAME, $HOSTNAME or the host name)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", lease.DefaultTTL, "lease duration")
+	fs.DurationVar(&f.leaseSkew, "lease-skew-budget", 0, "extra wait past the previous holder's recorded mark on taking over its worker ID, at most "+lease.MaxSkewBudget.String()+": for marks that lag what was issued (README: handoff guard); clock offsets need none")
 	fs.StringVar(&f.leaseSchema, "lease-schema", "", "Postgres lease schema (empty: public)")
 	fs.StringVar(&f.leaseTable, "lease-table", "", "Postgres lease table (empty: worker_leases)")
 	fs.StringVar(&f.ntpServers, "ntp-server", "", "NTP servers to watch (comma separated); the node is not ready while the offset passes --ntp-max-offset")
@@ -120,6 +123,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "start with the wall clock stepped by this much (implies --fault-clock)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.tracingServiceName, "service-name", "snowchaos-serve", "OpenTelemetry service.name fallback (tracing is on when OTEL_EXPORTER_OTLP_ENDPOINT is set)")
+	addControlFlags(fs, f)
 	return fs
 }
 
@@ -234,6 +238,12 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		Log:         n.log,
 		OnRebind:    n.rebound,
 	}
+	if f.leaseSkew < 0 || f.leaseSkew > lease.MaxSkewBudget {
+		return nil, fmt.Errorf("--lease-skew-budget %v outside [0, %v]", f.leaseSkew, lease.MaxSkewBudget)
+	}
+	if f.leaseSkew != 0 && f.leaseURL == "" {
+		return nil, errors.New("--lease-skew-budget needs --lease")
+	}
 	if f.checkpoint != "" {
 		nc.Checkpoint = generator.NewFileCheckpoint(f.checkpoint)
 	}
@@ -250,7 +260,8 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 			return nil, fmt.Errorf("registering lease metrics: %v", err)
 		}
 		nc.LeaseMetrics = lc.MustNode("")
-		nc.Lease = &node.Lease{Registry: store, Holder: f.holder, TTL: f.leaseTTL}
+		nc.Lease = &node.Lease{Registry: store, Holder: f.holder, TTL: f.leaseTTL, SkewBudget: f.leaseSkew,
+			Controls: node.Controls{NoMarkWriteThrough: f.markAtRenewal}}
 	}
 	actx, acancel := context.WithTimeout(ctx, 2*f.leaseTTL+5*time.Second)
 	n.node, err = node.New(actx, nc)

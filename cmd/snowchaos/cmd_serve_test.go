@@ -156,6 +156,10 @@ func TestServeBadInput(t *testing.T) {
 		"blank token env":    {env: map[string]string{"SNOWCHAOS_ADMIN_TOKEN": " \n"}, want: "SNOWCHAOS_ADMIN_TOKEN"},
 		"blank token flag":   {args: []string{"--admin-token", "\t"}, want: "--admin-token"},
 		"max batch":          {args: []string{"--listen", "127.0.0.1:0", "--max-batch", "-1"}, want: "MaxBatch"},
+		"skew above max":     {args: []string{"--lease", "memory", "--lease-skew-budget", "2m"}, want: "--lease-skew-budget 2m0s outside [0, 1m0s]"},
+		"negative skew":      {args: []string{"--lease", "memory", "--lease-skew-budget", "-1s"}, want: "--lease-skew-budget -1s outside [0, 1m0s]"},
+		"skew without lease": {args: []string{"--lease-skew-budget", "1s"}, want: "--lease-skew-budget needs --lease"},
+		"skew env":           {env: map[string]string{"SNOWCHAOS_LEASE_SKEW_BUDGET": "soon"}, want: "SNOWCHAOS_LEASE_SKEW_BUDGET"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range tc.env {
@@ -216,6 +220,39 @@ func TestServeStoredMark(t *testing.T) {
 	}
 	if err := (&server.Client{BaseURL: url}).Ready(context.Background()); err == nil {
 		t.Error("ready while the stored mark is an hour ahead")
+
+// TestServeSkewBudget: --lease-skew-budget, or SNOWCHAOS_LEASE_SKEW_BUDGET
+// when the flag is not given, reaches the lease keeper.
+func TestServeSkewBudget(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want time.Duration
+	}{
+		{args: []string{"--lease-skew-budget", "250ms"}, want: 250 * time.Millisecond},
+		{env: "300ms", want: 300 * time.Millisecond},
+		{args: []string{"--lease-skew-budget", "1m"}, env: "300ms", want: time.Minute},
+		{want: 0},
+	} {
+		t.Setenv("SNOWCHAOS_LEASE_SKEW_BUDGET", tc.env)
+		var f serveFlags
+		fs := newServeFlagSet(&f)
+		if err := fs.Parse(append([]string{"--listen", "127.0.0.1:0", "--lease", "memory", "--lease-ttl", "3s"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := applyEnv(fs, os.Getenv); err != nil {
+			t.Fatal(err)
+		}
+		var logs testenv.SyncBuffer
+		n, err := buildNode(context.Background(), &f, &logs)
+		if err != nil {
+			t.Fatalf("%v (env %q): %v", tc.args, tc.env, err)
+		}
+		got := n.keeper.Config().SkewBudget
+		n.close()
+		if got != tc.want {
+			t.Errorf("%v (env %q): keeper skew budget %v, want %v", tc.args, tc.env, got, tc.want)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/lease"
 	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -400,6 +401,7 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 		s.Expect = p.expect(e.val, s)
 	}
 	p.checkStoreOutage(s)
+	p.checkCrashHandoffs(s)
 	hasTargetInvariants := false
 	for _, t := range s.Targets {
 		hasTargetInvariants = hasTargetInvariants || len(t.Invariants) > 0
@@ -411,10 +413,10 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 }
 
 var nodeKeys = []string{"name", "worker", "policy", "max_wait", "max_lead", "reserve", "layout", "epoch", "checkpoint", "lease",
-	"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "clock_offset"}
+	"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "mark_write_through", "clock_offset"}
 
 // leaseKeys are the node keys that only mean something with a lease.
-var leaseKeys = []string{"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence"}
+var leaseKeys = []string{"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "mark_write_through"}
 
 func (p *parser) nodes(n *yaml.Node) []Node {
 	items := p.sequence(n, "nodes")
@@ -504,6 +506,11 @@ func (p *parser) nodes(n *yaml.Node) []Node {
 		if e, ok := m["fence"]; ok {
 			if b, ok := p.boolean(e.val, path+".fence"); ok {
 				nd.NoFence = !b
+			}
+		}
+		if e, ok := m["mark_write_through"]; ok {
+			if b, ok := p.boolean(e.val, path+".mark_write_through"); ok {
+				nd.NoMarkWriteThrough = !b
 			}
 		}
 		if nd.Lease == LeaseNone {
@@ -637,7 +644,7 @@ func redactURL(v string) string {
 }
 
 var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint",
-	"lease_ttl", "handoff_guard", "pause_check", "fence", "not_applicable", "invariants", "exec"}
+	"lease_ttl", "handoff_guard", "pause_check", "fence", "mark_write_through", "not_applicable", "invariants", "exec"}
 
 func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 	var out []Target
@@ -700,6 +707,11 @@ func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 			if e, ok := m["fence"]; ok {
 				if b, ok := p.boolean(e.val, path+".fence"); ok {
 					t.Fence = &b
+				}
+			}
+			if e, ok := m["mark_write_through"]; ok {
+				if b, ok := p.boolean(e.val, path+".mark_write_through"); ok {
+					t.MarkWriteThrough = &b
 				}
 			}
 			if e, ok := m["not_applicable"]; ok {
@@ -884,7 +896,7 @@ func (p *parser) simulation(n *yaml.Node) Simulation {
 	return sim
 }
 
-var faultKeys = []string{"name", "at", "kind", "nodes", "by", "for", "window", "ppm", "keep_checkpoint", "offset_while_down", "behind", "gap", "same_holder", "observe"}
+var faultKeys = []string{"name", "at", "kind", "nodes", "by", "for", "window", "ppm", "keep_checkpoint", "offset_while_down", "behind", "gap", "crash", "same_holder", "observe"}
 
 // faultParams lists, per kind, the parameters it takes and which of them
 // it requires.
@@ -898,7 +910,7 @@ var faultParams = map[Kind]struct{ allowed, required []string }{
 	KindPause:   {[]string{"for"}, []string{"for"}},
 	KindRestart: {[]string{"for", "keep_checkpoint", "offset_while_down"}, nil},
 	KindClone:   {[]string{"for", "same_holder"}, nil},
-	KindHandoff: {[]string{"behind", "gap"}, nil},
+	KindHandoff: {[]string{"behind", "gap", "crash"}, nil},
 	KindRevert:  {nil, nil},
 	// Without nodes the whole store is down; with nodes, only their hosts lose it.
 	KindStoreOutage: {[]string{"for"}, []string{"for"}},
@@ -995,6 +1007,9 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 		if e, ok := m["gap"]; ok {
 			f.Gap, _ = p.duration(e.val, path+".gap", false)
 		}
+		if e, ok := m["crash"]; ok {
+			f.Crash, _ = p.boolean(e.val, path+".crash")
+		}
 		if e, ok := m["observe"]; ok {
 			f.Observe, _ = p.duration(e.val, path+".observe", false)
 		}
@@ -1071,6 +1086,38 @@ func (p *parser) checkStoreOutage(s *Scenario) {
 	for i, f := range s.Faults {
 		if f.Kind == KindStoreOutage {
 			p.errorf(&yaml.Node{Line: f.Line}, fmt.Sprintf("faults[%d]", i), "a store_outage needs a node with lease: memory (nothing leases, so nothing would be cut off)")
+		}
+	}
+}
+
+// checkCrashHandoffs reports a crash handoff whose gap is shorter than
+// the lease TTL of the node it moves, under any target that leases: the
+// crashed holder's lease is still live then, so the new host would get
+// another worker ID (or none) instead of taking over this one.
+func (p *parser) checkCrashHandoffs(s *Scenario) {
+	for i, f := range s.Faults {
+		if f.Kind != KindHandoff || !f.Crash || len(f.Nodes) != 1 {
+			continue
+		}
+		n, ok := s.Node(f.Nodes[0])
+		if !ok {
+			continue
+		}
+		for _, t := range s.Targets {
+			an := t.Apply(n)
+			if LeaseKind(an.Lease) == LeaseNone {
+				continue
+			}
+			ttl := an.LeaseTTL
+			if ttl == 0 {
+				ttl = lease.DefaultTTL
+			}
+			if f.Gap < ttl {
+				p.errorf(&yaml.Node{Line: f.Line}, fmt.Sprintf("faults[%d].gap", i),
+					"a crash handoff's gap (%s) must be at least node %s's lease TTL (%s under target %s): until the crashed holder's lease expires no other host can take its worker ID",
+					FormatDuration(f.Gap), n.Name, FormatDuration(ttl), t.Name)
+				break
+			}
 		}
 	}
 }

@@ -127,6 +127,14 @@ invariants: ["duplicates == 0"]
 		{"lease zk no port", strings.Replace(base, "worker: 1}", "worker: 1, lease: zk://127.0.0.1/x}", 1), `3: nodes[0].lease: lease: invalid config: zookeeper URL "zk://127.0.0.1/x": server "127.0.0.1": want host:port`},
 		{"lease zk root", strings.Replace(base, "worker: 1}", "worker: 1, lease: zk://127.0.0.1:2181/a//b}", 1), `empty, . or .. segment`},
 		{"target lease scheme", base + "targets: [{name: wait, lease: redis://h:1}]\n", `6: targets[0].lease: want memory, none, postgres://..., etcd://host:port or zk://host:port[/root], found "redis://h:1"`},
+		{"crash on a restart", base + "faults: [{at: 1s, kind: restart, crash: true, nodes: [a]}]\n", `6: faults[0].crash: a restart fault takes only for, keep_checkpoint, offset_while_down`},
+		{"crash value", base + "faults: [{at: 1s, kind: handoff, crash: hard, nodes: [a]}]\n", `6: faults[0].crash: want on or off`},
+		{"crash gap below ttl", strings.Replace(base, "worker: 1}", "worker: 1, lease: memory, lease_ttl: 2s}", 1) + "faults: [{at: 1s, kind: handoff, crash: true, gap: 1500ms, behind: 3s, nodes: [a]}]\n",
+			`6: faults[0].gap: a crash handoff's gap (1.5s) must be at least node a's lease TTL (2s under target declared): until the crashed holder's lease expires no other host can take its worker ID`},
+		{"crash gap below default ttl", base + "faults: [{at: 1s, kind: handoff, crash: true, gap: 2s, nodes: [a]}]\ntargets: [wait, {name: leased, use: wait, lease: memory}]\n",
+			`6: faults[0].gap: a crash handoff's gap (2s) must be at least node a's lease TTL (10s under target leased)`},
+		{"mark write-through without lease", strings.Replace(base, "worker: 1}", "worker: 1, mark_write_through: off}", 1), `3: nodes[0].mark_write_through: mark_write_through needs a lease: add lease: memory to the node`},
+		{"mark write-through value", base + "targets: [{name: wait, mark_write_through: later}]\n", `6: targets[0].mark_write_through: want on or off`},
 		{"refused starts during", strings.Replace(base, `"duplicates == 0"`, `"refused_starts == 0 during x"`, 1), `refused_starts is counted over the whole run`},
 	}
 	for _, c := range cases {
@@ -298,26 +306,27 @@ func TestParseLeaseKnobs(t *testing.T) {
 	s, err := Parse("lease.yaml", []byte(`name: lease
 duration: 10s
 nodes:
-  - {name: a, worker: 3, lease: memory, lease_ttl: 2s, worker_range: 0-11, handoff_guard: off, pause_check: off, fence: off}
+  - {name: a, worker: 3, lease: memory, lease_ttl: 2s, worker_range: 0-11, handoff_guard: off, pause_check: off, fence: off, mark_write_through: off}
   - {name: b, worker: 4, lease: memory, worker_range: [4, 4]}
 load: {rate: 100/s}
 faults:
   - {name: down, at: 1s, kind: store_outage, for: 2s}
   - {name: cut, at: 4s, kind: store_outage, for: 1s, nodes: [a]}
   - {at: 6s, kind: clone, same_holder: on, nodes: [b]}
+  - {at: 7s, kind: handoff, crash: on, gap: 3s, behind: 1s, nodes: [a]}
 invariants: ["duplicates == 0", "refused_starts == 0", "rebinds >= 1", "availability < 1 during down"]
 targets:
   - wait
-  - {name: x, use: wait, lease_ttl: 3s, handoff_guard: on, pause_check: on, fence: on, not_applicable: ok}
+  - {name: x, use: wait, lease_ttl: 3s, handoff_guard: on, pause_check: on, fence: on, mark_write_through: on, not_applicable: ok}
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, b := s.Nodes[0], s.Nodes[1]
-	if a.LeaseTTL != 2*time.Second || a.WorkerRange == nil || *a.WorkerRange != (WorkerRange{0, 11}) || !a.NoHandoffGuard || !a.NoPauseCheck || !a.NoFence {
+	if a.LeaseTTL != 2*time.Second || a.WorkerRange == nil || *a.WorkerRange != (WorkerRange{0, 11}) || !a.NoHandoffGuard || !a.NoPauseCheck || !a.NoFence || !a.NoMarkWriteThrough {
 		t.Fatalf("node a: %+v", a)
 	}
-	if b.LeaseTTL != 0 || *b.WorkerRange != (WorkerRange{4, 4}) || b.NoHandoffGuard || b.NoPauseCheck || b.NoFence || b.WorkerRange.Len() != 1 {
+	if b.LeaseTTL != 0 || *b.WorkerRange != (WorkerRange{4, 4}) || b.NoHandoffGuard || b.NoPauseCheck || b.NoFence || b.NoMarkWriteThrough || b.WorkerRange.Len() != 1 {
 		t.Fatalf("node b: %+v", b)
 	}
 	if f := s.Faults[0]; f.Kind != KindStoreOutage || f.Partition || !f.All || f.Span(0) != 2*time.Second || f.Kind.ClockFault() {
@@ -329,11 +338,14 @@ targets:
 	if f := s.Faults[2]; !f.SameHolder {
 		t.Fatalf("clone: %+v", f)
 	}
+	if f := s.Faults[3]; !f.Crash || f.Gap != 3*time.Second || s.Faults[2].Crash {
+		t.Fatalf("crash handoff: %+v", f)
+	}
 	x := s.Targets[1]
 	if !x.NotApplicable || s.Targets[0].NotApplicable || x.LeaseTTL != 3*time.Second {
 		t.Fatalf("targets: %+v", s.Targets)
 	}
-	if n := x.Apply(a); n.LeaseTTL != 3*time.Second || n.NoHandoffGuard || n.NoPauseCheck || n.NoFence {
+	if n := x.Apply(a); n.LeaseTTL != 3*time.Second || n.NoHandoffGuard || n.NoPauseCheck || n.NoFence || n.NoMarkWriteThrough {
 		t.Fatalf("applied: %+v", n)
 	}
 	if s.Invariants[1].Metric != MetricRefusedStarts || s.Invariants[2].Metric != MetricRebinds {

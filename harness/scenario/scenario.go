@@ -124,6 +124,11 @@ type Node struct {
 	// takes a lease and renews it but issues whether it holds it or not
 	// (a negative control).
 	NoFence bool
+	// NoMarkWriteThrough writes the node's mark to the lease store only at
+	// renewal and release instead of before any ID passes it (the
+	// behaviour before marks were recorded ahead): after a crash the
+	// stored mark lags what was issued. Only for negative controls.
+	NoMarkWriteThrough bool
 	// ClockOffset is the node's clock error at the start (wall minus true
 	// time).
 	ClockOffset time.Duration
@@ -200,10 +205,10 @@ type Target struct {
 	Checkpoint *bool
 	// LeaseTTL replaces the nodes' lease TTL when non-zero.
 	LeaseTTL time.Duration
-	// HandoffGuard, PauseCheck and Fence, when non-nil, switch the lease's
-	// handoff guard, pause check and fence on every node (off: a negative
-	// control).
-	HandoffGuard, PauseCheck, Fence *bool
+	// HandoffGuard, PauseCheck, Fence and MarkWriteThrough, when non-nil,
+	// switch the lease's handoff guard, pause check, fence and mark
+	// write-through on every node (off: a negative control).
+	HandoffGuard, PauseCheck, Fence, MarkWriteThrough *bool
 	// Exec is the command an exec target (Use "exec") runs; nil for the
 	// other targets.
 	Exec *Exec
@@ -254,6 +259,9 @@ func (t Target) Apply(n Node) Node {
 	}
 	if t.Exec != nil {
 		n.Exec = t.Exec
+	}
+	if t.MarkWriteThrough != nil {
+		n.NoMarkWriteThrough = !*t.MarkWriteThrough
 	}
 	return n
 }
@@ -331,7 +339,7 @@ const (
 	KindPause   Kind = "pause"   // VM pause: the node stands still for `for`
 	KindRestart Kind = "restart" // the node loses its memory and comes back
 	KindClone   Kind = "clone"   // a second node with the same worker ID starts
-	KindHandoff Kind = "handoff" // the worker ID moves to a host whose clock is behind
+	KindHandoff Kind = "handoff" // the worker ID moves to a host whose clock is behind (after a crash with crash: true)
 	KindRevert  Kind = "revert"  // every clock fault removed
 	// KindStoreOutage makes the run's lease store unreachable for `for`:
 	// for every node (the store is down) or, when the fault names nodes,
@@ -395,6 +403,11 @@ type Fault struct {
 	Behind time.Duration
 	// Gap is how long the worker ID is unowned during a handoff.
 	Gap time.Duration
+	// Crash makes a handoff start with a crash (kill -9: no final mark, no
+	// lease release) instead of a graceful stop; the new host can take
+	// the worker ID only once the crashed holder's lease has expired, so
+	// Gap must be at least the lease TTL.
+	Crash bool
 	// Observe is the length of the fault's observation window from At;
 	// zero means Span() plus DefaultTail.
 	Observe time.Duration

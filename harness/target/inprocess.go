@@ -115,7 +115,7 @@ func (d *disk) Load() (int64, error) {
 	return d.mark, nil
 }
 
-func (d *disk) Save(mark int64) error {
+func (d *disk) Save(_ context.Context, mark int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.mark = max(d.mark, mark)
@@ -164,7 +164,7 @@ func (n *procNode) Start(ctx context.Context) error {
 		// a simulation, whose store comes back only as its time moves on.
 		cfg.Lease = &node.Lease{
 			Registry: n.env.Leases, Holder: n.spec.Host, Range: n.spec.WorkerRange, TTL: n.spec.LeaseTTL, OneAttempt: true,
-			Controls: node.Controls{NoHandoffGuard: n.spec.NoHandoffGuard, NoPauseCheck: n.spec.NoPauseCheck, NoFence: n.spec.NoFence},
+			Controls: node.Controls{NoHandoffGuard: n.spec.NoHandoffGuard, NoPauseCheck: n.spec.NoPauseCheck, NoFence: n.spec.NoFence, NoMarkWriteThrough: n.spec.NoMarkWriteThrough},
 		}
 	}
 	nd, err := node.New(ctx, cfg)

@@ -143,6 +143,10 @@ type NodeSpec struct {
 	NoFence bool
 	// Exec is the command of an exec target's node; nil for other targets.
 	Exec *scenario.Exec
+	// NoMarkWriteThrough writes the node's mark to the lease store only at
+	// renewal and release (a negative control: after a crash the stored
+	// mark lags what was issued).
+	NoMarkWriteThrough bool
 }
 
 // SpecOf returns the NodeSpec of a scenario node.
@@ -153,6 +157,7 @@ func SpecOf(n scenario.Node) NodeSpec {
 		Checkpoint: n.Checkpoint, Lease: n.Lease, ClockOffset: n.ClockOffset,
 		LeaseTTL: n.LeaseTTL, NoHandoffGuard: n.NoHandoffGuard, NoPauseCheck: n.NoPauseCheck, NoFence: n.NoFence,
 		Exec: n.Exec,
+		NoMarkWriteThrough: n.NoMarkWriteThrough,
 	}
 	if r := n.WorkerRange; r != nil {
 		spec.WorkerRange = &lease.Range{Min: r.Min, Max: r.Max}

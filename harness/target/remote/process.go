@@ -34,7 +34,10 @@ import (
 // on free loopback ports, one per host, each with its own admin token and
 // host directory (the checkpoint's disk). Stop without Graceful is kill -9;
 // Graceful is SIGTERM (in-flight requests finish, the final mark is
-// persisted). A clone is a second process with the same worker ID.
+// persisted). A clone is a second process with the same worker ID; a
+// handoff stops the process (SIGTERM, or kill -9 for a crash handoff) and
+// starts one on a new host, with its own holder identity and the clock
+// offset the fault gives it.
 //
 // Nodes may lease their worker ID from a shared store (lease:
 // postgres://..., etcd://host:port or zk://host:port/root; an in-memory
@@ -48,6 +51,10 @@ import (
 // EndRun; with ZooKeeper under a root of its own (<root>/run-<run tag>),
 // deleted by EndRun; etcd has no per-run namespace, so the run tag in the
 // holder keeps runs apart and a killed run's keys expire with their TTL.
+//
+// A node with mark_write_through: off (a negative control) gets serve's
+// --lease-mark-at-renewal, which only a snowchaos built with -tags
+// negativecontrols has.
 type Process struct {
 	// Name is the registered name; empty: "process".
 	Name string
@@ -90,10 +97,10 @@ func (t *Process) Info() target.Info {
 	if name == "" {
 		name = ProcessName
 	}
-	kinds := append(append([]scenario.Kind(nil), clockKinds...), scenario.KindRestart, scenario.KindClone)
+	kinds := append(append([]scenario.Kind(nil), clockKinds...), scenario.KindRestart, scenario.KindClone, scenario.KindHandoff)
 	return target.Info{
 		Name: name,
-		Doc:  "snowchaos serve child processes on loopback ports: restart is kill -9 and start, a clone a second process",
+		Doc:  "snowchaos serve child processes on loopback ports: restart is kill -9 and start, a clone a second process, a handoff a process on a new host",
 		Caps: target.Capabilities{Faults: kinds, Checkpoint: true, OffsetTolerance: offsetTolerance,
 			Leases: []string{scenario.LeasePostgres, scenario.LeaseEtcd, scenario.LeaseZooKeeper}},
 	}
@@ -136,7 +143,7 @@ func (t *Process) Start(ctx context.Context, spec target.NodeSpec, env target.En
 			}
 		}
 		r := t.run(env.Run, kind, spec.Lease)
-		lz = &procLease{url: spec.Lease, holder: spec.Host + "." + r.tag, ttl: spec.LeaseTTL}
+		lz = &procLease{url: spec.Lease, holder: spec.Host + "." + r.tag, ttl: spec.LeaseTTL, markAtRenewal: spec.NoMarkWriteThrough}
 		switch kind {
 		case scenario.LeasePostgres:
 			lz.schema = r.schema
@@ -245,10 +252,12 @@ func dropSchema(ctx context.Context, url, schema string) error {
 }
 
 // procLease is a node's lease: the store's URL, the holder identity (the
-// host's), the TTL (zero: serve's default) and the Postgres schema.
+// host's), the TTL (zero: serve's default), the Postgres schema, and
+// whether the mark is written only at renewal (a negative control).
 type procLease struct {
 	url, holder, schema string
 	ttl                 time.Duration
+	markAtRenewal       bool
 }
 
 // childEnv drops the parent's SNOWCHAOS_* settings, so that only the flags
@@ -326,6 +335,9 @@ func (n *procNode) args() []string {
 		if lz.ttl > 0 {
 			a = append(a, "--lease-ttl", lz.ttl.String())
 		}
+		if lz.markAtRenewal {
+			a = append(a, "--lease-mark-at-renewal")
+		}
 	}
 	return append(a, n.t.Args...)
 }
@@ -380,6 +392,9 @@ func (n *procNode) Start(ctx context.Context) error {
 		if strings.Contains(out, lease.ErrAllTaken.Error()) {
 			// The lease refused the node a worker ID: the harness counts it.
 			return fmt.Errorf("node %s: snowchaos serve %s: %w; stderr:\n%s", n.spec.Name, why, lease.ErrAllTaken, out)
+		}
+		if n.lease != nil && n.lease.markAtRenewal && strings.Contains(out, "-lease-mark-at-renewal") {
+			return fmt.Errorf("%w: node %s: mark_write_through: off needs a snowchaos built with -tags negativecontrols (%s); stderr:\n%s", target.ErrUnsupported, n.spec.Name, n.bin, out)
 		}
 		return fmt.Errorf("node %s: snowchaos serve %s; stderr:\n%s", n.spec.Name, why, out)
 	}
