@@ -690,6 +690,9 @@ func (l *lifecycle) handoff(fi int, sl *slot) {
 	f := l.s.Faults[fi]
 	if sl.node != nil {
 		_ = sl.node.Close()
+		if ln, ok := sl.node.(target.LeaseNode); ok {
+			l.lease.gone = l.lease.gone.Add(ln.LeaseStats())
+		}
 	}
 	sl.host = l.d.newHost(l.d.now())
 	sl.spec.Host = l.newHostName(sl.name, "host")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/lease"
 )
 
 // Verdict is the outcome of one check, one run or a whole report.
@@ -291,21 +292,9 @@ type Figures struct {
 // LeaseResult says what a run's worker-ID leases did, summed over every
 // node and incarnation.
 type LeaseResult struct {
-	// Acquisitions and AcquireErrors count acquisitions and failed
-	// attempts; RenewOK, RenewFailed and RenewLost renewals by result.
-	Acquisitions  uint64 `json:"acquisitions"`
-	AcquireErrors uint64 `json:"acquire_errors"`
-	RenewOK       uint64 `json:"renew_ok"`
-	RenewFailed   uint64 `json:"renew_failed"`
-	RenewLost     uint64 `json:"renew_lost"`
-	// Fenced counts early fence closures, ClockJumps the suspected VM
-	// pauses among them, HandoffWaits the generator starts that waited for
-	// a previous holder's last issued time.
-	Fenced       uint64 `json:"fenced"`
-	ClockJumps   uint64 `json:"clock_jumps"`
-	HandoffWaits uint64 `json:"handoff_waits"`
-	// Rebinds counts generators rebuilt on a new lease after a loss.
-	Rebinds uint64 `json:"rebinds"`
+	// Counters are the lease keepers' counts, summed over every node and
+	// incarnation (lease.Counters documents each).
+	lease.Counters
 	// Refused lists the starts the lease refused, with its error (which
 	// names the range and the holders).
 	Refused []string `json:"refused,omitempty"`

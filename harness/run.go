@@ -163,6 +163,9 @@ type leaseLog struct {
 	refused []string
 	rebound []string
 	rebinds uint64
+	// gone sums the counters of nodes a handoff replaced (finish sums
+	// the nodes still in their slots).
+	gone lease.Counters
 }
 
 // stopped reports whether the run was stopped (fail-fast).
@@ -336,7 +339,7 @@ func (r *run) beginMetrics() {
 // finish closes the nodes and assembles the Result; events is how many
 // events the driver handled.
 func (r *run) finish(res *Result, events uint64) {
-	var ls target.LeaseStats
+	ls := r.lease.gone
 	leased := false
 	for _, sl := range r.slots {
 		if sl.node != nil {
@@ -362,12 +365,8 @@ func (r *run) finish(res *Result, events uint64) {
 	res.Figures.RefusedStarts = len(r.lease.refused)
 	res.Figures.Rebinds = r.lease.rebinds
 	if leased && !r.info.KnownBad {
-		res.Lease = &LeaseResult{
-			Acquisitions: ls.Acquisitions, AcquireErrors: ls.AcquireErrors,
-			RenewOK: ls.RenewOK, RenewFailed: ls.RenewFailed, RenewLost: ls.RenewLost,
-			Fenced: ls.Fenced, ClockJumps: ls.ClockJumps, HandoffWaits: ls.HandoffWaits,
-			Rebinds: r.lease.rebinds, Refused: r.lease.refused, Rebound: r.lease.rebound,
-		}
+		ls.Rebinds = r.lease.rebinds
+		res.Lease = &LeaseResult{Counters: ls, Refused: r.lease.refused, Rebound: r.lease.rebound}
 	}
 	if r.simulated() {
 		res.Sim = &SimInfo{Budget: r.plan.budget, Factor: round4(r.plan.factor), Hot: Duration(r.plan.hotLen), HotSpans: len(r.plan.hot), Events: events}

@@ -71,7 +71,7 @@ func TestKeeperSaveWritesThrough(t *testing.T) {
 	if !errors.Is(err, lease.ErrUnavailable) {
 		t.Fatalf("Save with the store down = %v, want ErrUnavailable", err)
 	}
-	if st := r.k.Stats(); st.RecordErrs != 1 || st.State != lease.StateHeld {
+	if st := r.k.Stats(); st.RecordErrors != 1 || st.State != lease.StateHeld {
 		t.Errorf("stats %+v: want 1 record error, still held", st)
 	}
 	r.mem.SetAvailable(true)

@@ -226,23 +226,55 @@ type Event struct {
 // KeeperStats are the Keeper's counters, for metrics. Reading them costs
 // a few atomic loads.
 type KeeperStats struct {
-	State        State         // current state (as State reports it)
-	WorkerID     int64         // -1 when no lease is held
-	Token        int64         // fencing token of the current lease
-	LeasedUntil  time.Time     // store expiry of the current lease
-	ValidUntil   int64         // monotonic ns at which the fence closes (0 when closed)
-	Acquisitions uint64        // successful acquisitions
-	AcquireErrs  uint64        // failed acquisition attempts
-	RenewOK      uint64        // renewals by result: succeeded
-	RenewFailed  uint64        // failed (unavailable, timeout)
-	RenewLost    uint64        // the store said lost
-	Fenced       uint64        // times the fence was closed early (failures, lost, clock jump)
-	ClockJumps   uint64        // suspected pauses detected
-	HandoffWaits uint64        // Loads whose mark lay ahead of the wall clock
-	HandoffWait  time.Duration // the last such lead (how long the generator must wait)
-	MarkMs       int64         // highest mark given to Save
-	Records      uint64        // marks Save wrote to the store
-	RecordErrs   uint64        // Save's writes that failed (the generator then refuses past its old mark)
+	State       State         // current state (as State reports it)
+	WorkerID    int64         // -1 when no lease is held
+	Token       int64         // fencing token of the current lease
+	LeasedUntil time.Time     // store expiry of the current lease
+	ValidUntil  int64         // monotonic ns at which the fence closes (0 when closed)
+	HandoffWait time.Duration // the last handoff wait (how long the generator had to wait)
+	MarkMs      int64         // highest mark given to Save
+	Counters
+}
+
+// Counters are a Keeper's cumulative counts: the one shape of lease
+// statistics, summed over keepers with Add (a node's restarts, a run's
+// nodes) and reported as they are.
+type Counters struct {
+	// Acquisitions and AcquireErrors count acquisitions and failed
+	// attempts (first starts, restarts, re-acquisitions after a loss).
+	Acquisitions  uint64 `json:"acquisitions"`
+	AcquireErrors uint64 `json:"acquire_errors"`
+	// RenewOK, RenewFailed and RenewLost count renewals by result:
+	// succeeded, failed (unavailable, timeout), the store said lost.
+	RenewOK     uint64 `json:"renew_ok"`
+	RenewFailed uint64 `json:"renew_failed"`
+	RenewLost   uint64 `json:"renew_lost"`
+	// Records and RecordErrors count the marks Save wrote to the store and
+	// the writes that failed (the generator then refuses past its old mark).
+	Records      uint64 `json:"records"`
+	RecordErrors uint64 `json:"record_errors"`
+	// Fenced counts early fence closures (renewals failing, the lease
+	// lost, a clock jump); ClockJumps the suspected pauses among them.
+	Fenced     uint64 `json:"fenced"`
+	ClockJumps uint64 `json:"clock_jumps"`
+	// HandoffWaits counts Loads whose mark lay ahead of the wall clock: a
+	// generator start that had to wait for a previous holder's last
+	// issued time.
+	HandoffWaits uint64 `json:"handoff_waits"`
+	// Rebinds counts bindings to a new lease after the previous one was
+	// lost (each a generator rebuilt on it).
+	Rebinds uint64 `json:"rebinds"`
+}
+
+// Add returns the sum of c and o.
+func (c Counters) Add(o Counters) Counters {
+	return Counters{
+		Acquisitions: c.Acquisitions + o.Acquisitions, AcquireErrors: c.AcquireErrors + o.AcquireErrors,
+		RenewOK: c.RenewOK + o.RenewOK, RenewFailed: c.RenewFailed + o.RenewFailed, RenewLost: c.RenewLost + o.RenewLost,
+		Records: c.Records + o.Records, RecordErrors: c.RecordErrors + o.RecordErrors,
+		Fenced: c.Fenced + o.Fenced, ClockJumps: c.ClockJumps + o.ClockJumps,
+		HandoffWaits: c.HandoffWaits + o.HandoffWaits, Rebinds: c.Rebinds + o.Rebinds,
+	}
 }
 
 type grant struct {
@@ -310,7 +342,7 @@ type Keeper struct {
 	}
 
 	nAcq, nAcqErr, nOK, nFail, nLost, nFenced, nJumps, nHandoff atomic.Uint64
-	nRecord, nRecordErr                                         atomic.Uint64
+	nRecord, nRecordErr, nRebind                                atomic.Uint64
 	handoffWait                                                 atomic.Int64
 }
 
@@ -548,7 +580,11 @@ func (k *Keeper) Rebind() (Lease, error) {
 	if g == nil {
 		return Lease{}, k.fenceErr(k.bound.Load())
 	}
-	if old := k.bound.Swap(g); old != g && (old == nil || old.workerID != g.workerID) {
+	old := k.bound.Swap(g)
+	if old != nil && old != g {
+		k.nRebind.Add(1)
+	}
+	if old != g && (old == nil || old.workerID != g.workerID) {
 		k.mark.Store(0)
 	}
 	return g.leaseNow(), nil
@@ -580,20 +616,23 @@ func (k *Keeper) State() State {
 // Stats returns the Keeper's counters.
 func (k *Keeper) Stats() KeeperStats {
 	s := KeeperStats{
-		State:        k.State(),
-		WorkerID:     -1,
-		Acquisitions: k.nAcq.Load(),
-		AcquireErrs:  k.nAcqErr.Load(),
-		RenewOK:      k.nOK.Load(),
-		RenewFailed:  k.nFail.Load(),
-		RenewLost:    k.nLost.Load(),
-		Fenced:       k.nFenced.Load(),
-		ClockJumps:   k.nJumps.Load(),
-		HandoffWaits: k.nHandoff.Load(),
-		HandoffWait:  time.Duration(k.handoffWait.Load()),
-		MarkMs:       k.mark.Load(),
-		Records:      k.nRecord.Load(),
-		RecordErrs:   k.nRecordErr.Load(),
+		State:       k.State(),
+		WorkerID:    -1,
+		HandoffWait: time.Duration(k.handoffWait.Load()),
+		MarkMs:      k.mark.Load(),
+		Counters: Counters{
+			Acquisitions:  k.nAcq.Load(),
+			AcquireErrors: k.nAcqErr.Load(),
+			RenewOK:       k.nOK.Load(),
+			RenewFailed:   k.nFail.Load(),
+			RenewLost:     k.nLost.Load(),
+			Records:       k.nRecord.Load(),
+			RecordErrors:  k.nRecordErr.Load(),
+			Fenced:        k.nFenced.Load(),
+			ClockJumps:    k.nJumps.Load(),
+			HandoffWaits:  k.nHandoff.Load(),
+			Rebinds:       k.nRebind.Load(),
+		},
 	}
 	if g := k.cur.Load(); g != nil {
 		l := g.leaseNow()

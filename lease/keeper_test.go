@@ -504,7 +504,7 @@ func TestKeeperTryAcquire(t *testing.T) {
 	if again, err := r.k.TryAcquire(context.Background()); err != nil || again.Token != l.Token {
 		t.Fatalf("second TryAcquire = %v, %v; want the held lease", again, err)
 	}
-	if st := r.k.Stats(); st.Acquisitions != 1 || st.AcquireErrs != 1 {
+	if st := r.k.Stats(); st.Acquisitions != 1 || st.AcquireErrors != 1 {
 		t.Errorf("stats %+v", st)
 	}
 }

@@ -126,7 +126,6 @@ type Node struct {
 	// gen is the generator serving now; nil once stopped.
 	gen       atomic.Pointer[generator.Generator]
 	rebindDue atomic.Bool
-	rebinds   atomic.Uint64
 
 	// mu serialises the lifecycle: rebuilding the generator on a new lease
 	// and stopping. settings is the current generator's, for a rebuild.
@@ -324,11 +323,8 @@ func (n *Node) Worker() int64 {
 	return -1
 }
 
-// Rebinds returns how many times the node rebuilt its generator on a new
-// lease.
-func (n *Node) Rebinds() uint64 { return n.rebinds.Load() }
-
-// LeaseStats returns the keeper's counters (zero without a lease).
+// LeaseStats returns the keeper's state and counters (zero without a
+// lease); Counters.Rebinds counts the generators rebuilt on a new lease.
 func (n *Node) LeaseStats() lease.KeeperStats {
 	if n.keeper == nil {
 		return lease.KeeperStats{WorkerID: -1}
@@ -411,7 +407,6 @@ func (n *Node) rebind() {
 	}
 	n.mu.settings = s
 	n.serve(g)
-	n.rebinds.Add(1)
 	if n.cfg.OnRebind != nil {
 		n.cfg.OnRebind(g)
 	}

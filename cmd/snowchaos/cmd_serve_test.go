@@ -220,6 +220,8 @@ func TestServeStoredMark(t *testing.T) {
 	}
 	if err := (&server.Client{BaseURL: url}).Ready(context.Background()); err == nil {
 		t.Error("ready while the stored mark is an hour ahead")
+	}
+}
 
 // TestServeSkewBudget: --lease-skew-budget, or SNOWCHAOS_LEASE_SKEW_BUDGET
 // when the flag is not given, reaches the lease keeper.
@@ -248,7 +250,7 @@ func TestServeSkewBudget(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v (env %q): %v", tc.args, tc.env, err)
 		}
-		got := n.keeper.Config().SkewBudget
+		got := n.node.Keeper().Config().SkewBudget
 		n.close()
 		if got != tc.want {
 			t.Errorf("%v (env %q): keeper skew budget %v, want %v", tc.args, tc.env, got, tc.want)

@@ -10,6 +10,7 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/reference"
 	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/lease"
 	"github.com/snowchaos/snowchaos/node"
 )
 
@@ -98,7 +99,7 @@ type procNode struct {
 		sync.RWMutex
 		node   *node.Node // nil for a reference generator or while stopped
 		ref    reference.Generator
-		leases LeaseStats // of the nodes stopped so far
+		leases lease.Counters // of the nodes stopped so far
 	}
 }
 
@@ -178,24 +179,13 @@ func (n *procNode) Start(ctx context.Context) error {
 	return nil
 }
 
-// nodeStats converts a node's lease counters.
-func nodeStats(nd *node.Node) LeaseStats {
-	st := nd.LeaseStats()
-	return LeaseStats{
-		Acquisitions: st.Acquisitions, AcquireErrors: st.AcquireErrs,
-		RenewOK: st.RenewOK, RenewFailed: st.RenewFailed, RenewLost: st.RenewLost,
-		Fenced: st.Fenced, ClockJumps: st.ClockJumps, HandoffWaits: st.HandoffWaits,
-		Rebinds: nd.Rebinds(),
-	}
-}
-
 // LeaseStats implements LeaseNode.
-func (n *procNode) LeaseStats() LeaseStats {
+func (n *procNode) LeaseStats() lease.Counters {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	st := n.mu.leases
 	if nd := n.mu.node; nd != nil {
-		st = st.Add(nodeStats(nd))
+		st = st.Add(nd.LeaseStats().Counters)
 	}
 	return st
 }
@@ -236,7 +226,7 @@ func (n *procNode) Stop(ctx context.Context, o StopOptions) error {
 	if nd != nil {
 		err = nd.Stop(ctx, o.Graceful)
 		n.mu.Lock()
-		n.mu.leases = n.mu.leases.Add(nodeStats(nd))
+		n.mu.leases = n.mu.leases.Add(nd.LeaseStats().Counters)
 		n.mu.Unlock()
 	}
 	if o.Wipe {

@@ -222,35 +222,7 @@ type Node interface {
 type LeaseNode interface {
 	// LeaseStats returns the node's lease counters, summed over every
 	// lease keeper the node ran (restarts included).
-	LeaseStats() LeaseStats
-}
-
-// LeaseStats are a node's lease counters.
-type LeaseStats struct {
-	// Acquisitions and AcquireErrors count lease acquisitions and failed
-	// attempts (first starts, restarts, re-acquisitions after a loss).
-	Acquisitions, AcquireErrors uint64
-	// RenewOK, RenewFailed and RenewLost count renewals by result.
-	RenewOK, RenewFailed, RenewLost uint64
-	// Fenced counts early fence closures (renewals failing, the lease
-	// lost, a clock jump); ClockJumps the suspected pauses among them.
-	Fenced, ClockJumps uint64
-	// HandoffWaits counts generator starts that had to wait for a previous
-	// holder's last issued time.
-	HandoffWaits uint64
-	// Rebinds counts generators rebuilt on a new lease after the node lost
-	// its previous one.
-	Rebinds uint64
-}
-
-// Add returns the sum of s and o.
-func (s LeaseStats) Add(o LeaseStats) LeaseStats {
-	return LeaseStats{
-		Acquisitions: s.Acquisitions + o.Acquisitions, AcquireErrors: s.AcquireErrors + o.AcquireErrors,
-		RenewOK: s.RenewOK + o.RenewOK, RenewFailed: s.RenewFailed + o.RenewFailed, RenewLost: s.RenewLost + o.RenewLost,
-		Fenced: s.Fenced + o.Fenced, ClockJumps: s.ClockJumps + o.ClockJumps,
-		HandoffWaits: s.HandoffWaits + o.HandoffWaits, Rebinds: s.Rebinds + o.Rebinds,
-	}
+	LeaseStats() lease.Counters
 }
 
 // FaultExplainer is implemented by targets that can say why a fault cannot
