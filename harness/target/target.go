@@ -156,7 +156,7 @@ func SpecOf(n scenario.Node) NodeSpec {
 		Policy: n.Policy, MaxWait: n.MaxWait, MaxLead: n.MaxLead, Reserve: n.Reserve,
 		Checkpoint: n.Checkpoint, Lease: n.Lease, ClockOffset: n.ClockOffset,
 		LeaseTTL: n.LeaseTTL, NoHandoffGuard: n.NoHandoffGuard, NoPauseCheck: n.NoPauseCheck, NoFence: n.NoFence,
-		Exec: n.Exec,
+		Exec:               n.Exec,
 		NoMarkWriteThrough: n.NoMarkWriteThrough,
 	}
 	if r := n.WorkerRange; r != nil {
