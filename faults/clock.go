@@ -12,18 +12,6 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 )
 
-// Kinds of fault, as reported in Active.Kind.
-const (
-	KindStep   = "step"
-	KindFreeze = "freeze"
-	KindLeap   = "leap"
-	KindSmear  = "smear"
-	KindSlew   = "slew"
-	KindDrift  = "drift"
-	KindPause  = "pause"
-	KindJitter = "jitter"
-)
-
 // DefaultSlewPPM is the slew rate Slew uses when given 0: the Linux kernel's
 // maximum adjtime slew, 500 ppm (0.5 ms per second).
 const DefaultSlewPPM = 500
@@ -31,8 +19,8 @@ const DefaultSlewPPM = 500
 // Active describes one fault that currently shapes a Clock's readings or is
 // scheduled to.
 type Active struct {
-	// Kind is one of the Kind constants.
-	Kind string
+	// Kind is the fault's kind.
+	Kind Kind
 	// Detail says, in words, what the fault does and how far it has got.
 	Detail string
 	// SinceWall is the clock's wall reading (Unix ns) when the fault began
@@ -465,7 +453,7 @@ func (c *Clock) Jitter(max time.Duration, rng *rand.Rand) {
 // hold until Release. A caller that needs the wall to move within a bound
 // (a generator waiting for its next tick) cannot progress while left
 // exceeds that bound.
-func (c *Clock) Hold() (kind string, left time.Duration) {
+func (c *Clock) Hold() (kind Kind, left time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	bm := c.readLocked().bm

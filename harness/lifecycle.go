@@ -9,10 +9,10 @@ import (
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/lease"
-	"github.com/snowchaos/snowchaos/telemetry"
 )
 
 // A run's lifecycle is a sequence of timed events: the scenario's faults
@@ -53,7 +53,7 @@ func (e storeBackEvent) apply(l *lifecycle) {
 }
 func (e windowEndEvent) apply(l *lifecycle) {
 	f := l.s.Faults[e.fi]
-	_ = l.metrics.SetWindow(telemetry.FaultWindow{Name: f.Name, Kind: string(f.Kind)}, false)
+	_ = l.metrics.SetWindow(metrics.FaultWindow{Name: f.Name, Kind: f.Kind}, false)
 }
 func (e maintainEvent) apply(l *lifecycle) {
 	if sl := l.slots[e.si]; sl.up && sl.gen == e.gen {
@@ -389,11 +389,11 @@ func (l *lifecycle) fault(fi int) {
 	now := l.d.now()
 	l.faults[fi].Confirmed = true
 	if l.metrics != nil {
-		l.metrics.FaultInjected(string(f.Kind))
-		_ = l.metrics.SetWindow(telemetry.FaultWindow{Name: f.Name, Kind: string(f.Kind)}, true)
+		l.metrics.FaultInjected(f.Kind)
+		_ = l.metrics.SetWindow(metrics.FaultWindow{Name: f.Name, Kind: f.Kind}, true)
 	}
 	switch f.Kind {
-	case scenario.KindRestart:
+	case faults.KindRestart:
 		for _, name := range f.Nodes {
 			sl := l.slot(name)
 			sl.host.advance(now)
@@ -401,7 +401,7 @@ func (l *lifecycle) fault(fi int) {
 				l.stopFailed(fi, sl, err)
 			}
 			if f.OffsetWhileDown != 0 {
-				step := target.ClockFault{Kind: scenario.KindStep, By: f.OffsetWhileDown}
+				step := faults.Fault{Kind: faults.KindStep, By: f.OffsetWhileDown}
 				applyShadow(sl.host.shadow, step)
 				if ctl := clockOf(sl); ctl != nil {
 					_ = ctl.Apply(l.ctx, step)
@@ -413,7 +413,7 @@ func (l *lifecycle) fault(fi int) {
 				l.d.schedule(now+f.For, upEvent{fi, sl.idx})
 			}
 		}
-	case scenario.KindHandoff:
+	case faults.KindHandoff:
 		sl := l.slot(f.Nodes[0])
 		sl.host.advance(now)
 		stop, why := target.StopOptions{Graceful: true}, "handing off"
@@ -428,11 +428,11 @@ func (l *lifecycle) fault(fi int) {
 		} else {
 			l.d.schedule(now+f.Gap, upEvent{fi, sl.idx})
 		}
-	case scenario.KindClone:
+	case faults.KindClone:
 		for _, name := range f.Nodes {
 			l.clone(fi, l.slot(name))
 		}
-	case scenario.KindStoreOutage:
+	case faults.KindStoreOutage:
 		l.storeOutage(fi)
 	default:
 		l.clockFault(fi)
@@ -444,8 +444,8 @@ func (l *lifecycle) fault(fi int) {
 func (l *lifecycle) clockFault(fi int) {
 	f := l.s.Faults[fi]
 	now := l.d.now()
-	cf := target.ClockFault{Kind: f.Kind, By: f.By, For: f.For, Window: f.Window, PPM: f.PPM}
-	if f.Kind == scenario.KindLeap {
+	cf := faults.Fault{Kind: f.Kind, By: f.By, For: f.For, Window: f.Window, PPM: f.PPM}
+	if f.Kind == faults.KindLeap {
 		cf.At = l.start.Add(f.At)
 	}
 	for _, name := range f.Nodes {
@@ -465,7 +465,7 @@ func (l *lifecycle) clockFault(fi int) {
 		d := l.probeDelay(f, before)
 		l.probes = append(l.probes, probe{fi: fi, si: sl.idx, before: before})
 		switch {
-		case l.simulated() && (f.Kind == scenario.KindFreeze || f.Kind == scenario.KindPause):
+		case l.simulated() && (f.Kind == faults.KindFreeze || f.Kind == faults.KindPause):
 			// A freeze or pause ends: measure it now, before a request
 			// that waits it out carries the host past its end. Moving the
 			// host's time on by d is what the fault does anyway (a paused
@@ -482,7 +482,7 @@ func (l *lifecycle) clockFault(fi int) {
 }
 
 // applyShadow applies a clock fault to a host's shadow clock.
-func applyShadow(c *faults.Clock, f target.ClockFault) {
+func applyShadow(c *faults.Clock, f faults.Fault) {
 	_ = f.ApplyTo(c) // the scenario was validated: every kind here is a clock fault
 }
 
@@ -526,30 +526,30 @@ func (l *lifecycle) probeDelay(f scenario.Fault, offset time.Duration) time.Dura
 	need := 20 * l.tol
 	var d time.Duration
 	switch f.Kind {
-	case scenario.KindStep, scenario.KindRevert:
+	case faults.KindStep, faults.KindRevert:
 		return 0
-	case scenario.KindLeap:
+	case faults.KindLeap:
 		d = time.Millisecond
 		if offset < 0 {
 			d += -offset
 		}
-	case scenario.KindFreeze, scenario.KindPause:
+	case faults.KindFreeze, faults.KindPause:
 		d = max(need, time.Millisecond)
 		if f.For > 0 {
 			d = min(d, f.For/2)
 		}
-	case scenario.KindSmear:
+	case faults.KindSmear:
 		by := max(f.By, -f.By)
 		d = time.Duration(float64(need) * float64(f.Window) / float64(by))
 		d = min(max(d, time.Millisecond), f.Window)
-	case scenario.KindSlew:
+	case faults.KindSlew:
 		ppm := f.PPM
 		if ppm == 0 {
-			ppm = scenario.DefaultPPM
+			ppm = faults.DefaultSlewPPM
 		}
 		d = time.Duration(float64(need) * 1e6 / ppm)
 		d = min(max(d, time.Millisecond), f.SlewDuration())
-	case scenario.KindDrift:
+	case faults.KindDrift:
 		ppm := max(f.PPM, -f.PPM)
 		d = max(time.Duration(float64(need)*1e6/ppm), time.Millisecond)
 	}
@@ -653,7 +653,7 @@ func (l *lifecycle) storeBack(fi int) {
 
 // up handles the end of a restart's down time or a handoff's gap.
 func (l *lifecycle) up(fi int, sl *slot) {
-	if l.s.Faults[fi].Kind == scenario.KindHandoff {
+	if l.s.Faults[fi].Kind == faults.KindHandoff {
 		l.handoff(fi, sl)
 		return
 	}

@@ -11,7 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/lease"
@@ -46,7 +48,7 @@ type run struct {
 	// expectDups is true when the target is expected to issue duplicates
 	// (fail-fast then does not stop on them).
 	expectDups bool
-	metrics    *telemetry.HarnessMetrics
+	metrics    *metrics.Collector
 	gens       *telemetry.GeneratorCollector
 
 	mu struct {
@@ -138,7 +140,7 @@ func (r *run) usesLeases() bool {
 		}
 	}
 	for _, f := range r.s.Faults {
-		if f.Kind == scenario.KindStoreOutage {
+		if f.Kind == faults.KindStoreOutage {
 			return true
 		}
 	}
@@ -326,9 +328,9 @@ func (r *run) beginMetrics() {
 	if r.metrics == nil {
 		return
 	}
-	info := telemetry.ScenarioInfo{Scenario: r.s.Name, Target: r.st.Name}
+	info := metrics.ScenarioInfo{Scenario: r.s.Name, Target: r.st.Name}
 	for _, f := range r.s.Faults {
-		info.Windows = append(info.Windows, telemetry.FaultWindow{Name: f.Name, Kind: string(f.Kind)})
+		info.Windows = append(info.Windows, metrics.FaultWindow{Name: f.Name, Kind: f.Kind})
 	}
 	for _, e := range r.s.ChecksFor(r.st.Name) {
 		info.Invariants = append(info.Invariants, e.Text)
@@ -393,7 +395,7 @@ func (r *run) finish(res *Result, events uint64) {
 	}
 	if r.metrics != nil {
 		for _, c := range res.Checks {
-			_ = r.metrics.SetVerdict(c.Expr, telemetry.ParseVerdict(string(c.Verdict)))
+			_ = r.metrics.SetVerdict(c.Expr, string(c.Verdict))
 		}
 		r.metrics.End()
 	}

@@ -24,6 +24,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/telemetry"
 )
@@ -53,7 +54,7 @@ type Options struct {
 	Progress func(Progress)
 	// Metrics, when set, receives the snowchaos_* series; runs then go one
 	// at a time so the series describe one run.
-	Metrics *telemetry.HarnessMetrics
+	Metrics *metrics.Collector
 	// Generators, when set, receives the snowflake_* series of in-process
 	// generator nodes while they run.
 	Generators *telemetry.GeneratorCollector

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"mime"
 	"net/http"
 	"strconv"
@@ -49,10 +48,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 // Fault kinds the admin API accepts, besides those of package faults.
-const (
-	// KindRelease ends a Freeze (faults.Clock.Release).
-	KindRelease = "release"
-)
+const ()
 
 // FaultRequest is the body of POST /admin/v1/faults: one fault and its
 // parameters. Each kind takes exactly the parameters listed; any other
@@ -69,15 +65,15 @@ const (
 //	pause   for           wall and mono stand still for `for`
 //	jitter  max, [seed]   readings jitter by up to max (max 0 removes it)
 type FaultRequest struct {
-	Kind   string    `json:"kind"`             // the fault kind, as above
-	By     *Duration `json:"by,omitempty"`     // how far the wall clock moves (step, smear, slew)
-	For    *Duration `json:"for,omitempty"`    // how long it lasts (freeze, pause)
-	Window *Duration `json:"window,omitempty"` // a smear's window
-	PPM    *float64  `json:"ppm,omitempty"`    // a slew's or drift's rate, parts per million
-	At     *string   `json:"at,omitempty"`     // a leap second's instant, RFC 3339
-	In     *Duration `json:"in,omitempty"`     // a leap second's delay from the clock's now
-	Max    *Duration `json:"max,omitempty"`    // a jitter's bound
-	Seed   *uint64   `json:"seed,omitempty"`   // a jitter's random seed
+	Kind   faults.Kind `json:"kind"`             // the fault kind, as above
+	By     *Duration   `json:"by,omitempty"`     // how far the wall clock moves (step, smear, slew)
+	For    *Duration   `json:"for,omitempty"`    // how long it lasts (freeze, pause)
+	Window *Duration   `json:"window,omitempty"` // a smear's window
+	PPM    *float64    `json:"ppm,omitempty"`    // a slew's or drift's rate, parts per million
+	At     *string     `json:"at,omitempty"`     // a leap second's instant, RFC 3339
+	In     *Duration   `json:"in,omitempty"`     // a leap second's delay from the clock's now
+	Max    *Duration   `json:"max,omitempty"`    // a jitter's bound
+	Seed   *uint64     `json:"seed,omitempty"`   // a jitter's random seed
 }
 
 // Ptr returns a pointer to v, for building a FaultRequest.
@@ -98,59 +94,39 @@ func (r FaultRequest) params() []string {
 	return out
 }
 
-// Apply injects the fault into c. Call Validate (and CheckAgainst) first.
-func (r FaultRequest) Apply(c *faults.Clock) {
+// Fault returns the request as a fault of the vocabulary, reading c's
+// wall clock for a leap given as a delay. Call Validate (and CheckAgainst)
+// first.
+func (r FaultRequest) Fault(c *faults.Clock) faults.Fault {
 	dur := func(d *Duration) time.Duration {
 		if d == nil {
 			return 0
 		}
 		return time.Duration(*d)
 	}
-	switch r.Kind {
-	case faults.KindStep:
-		c.Step(dur(r.By))
-	case faults.KindFreeze:
-		c.Freeze(dur(r.For))
-	case KindRelease:
-		c.Release()
-	case faults.KindLeap:
+	f := faults.Fault{Kind: r.Kind, By: dur(r.By), For: dur(r.For), Window: dur(r.Window), Max: dur(r.Max)}
+	if r.PPM != nil {
+		f.PPM = *r.PPM
+	}
+	if r.Seed != nil {
+		f.Seed = *r.Seed
+	}
+	if r.Kind == faults.KindLeap {
 		if r.At != nil {
-			at, _ := time.Parse(time.RFC3339Nano, *r.At)
-			c.Leap(at)
+			f.At, _ = time.Parse(time.RFC3339Nano, *r.At)
 		} else {
 			wall, _ := c.Now()
-			c.Leap(time.Unix(0, wall).Add(dur(r.In)))
+			f.At = time.Unix(0, wall).Add(dur(r.In))
 		}
-	case faults.KindSmear:
-		c.Smear(dur(r.By), dur(r.Window))
-	case faults.KindSlew:
-		ppm := 0.0
-		if r.PPM != nil {
-			ppm = *r.PPM
-		}
-		c.Slew(dur(r.By), ppm)
-	case faults.KindDrift:
-		c.Drift(*r.PPM)
-	case faults.KindPause:
-		c.Pause(dur(r.For))
-	case faults.KindJitter:
-		var rng *rand.Rand
-		if dur(r.Max) > 0 {
-			seed := uint64(0)
-			if r.Seed != nil {
-				seed = *r.Seed
-			}
-			rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-		}
-		c.Jitter(dur(r.Max), rng)
 	}
+	return f
 }
 
 // ActiveFault is one entry of FaultState.Active.
 type ActiveFault struct {
-	Kind   string    `json:"kind"`   // fault kind (faults.Kind*)
-	Detail string    `json:"detail"` // what it does and how far it got
-	Since  time.Time `json:"since"`  // the clock's wall time when it began
+	Kind   faults.Kind `json:"kind"`   // fault kind
+	Detail string      `json:"detail"` // what it does and how far it got
+	Since  time.Time   `json:"since"`  // the clock's wall time when it began
 }
 
 // FaultState is the body of every admin response: the clock's faults and
@@ -303,7 +279,7 @@ func (s *Server) handleFaultsPost(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, short, err.Error())
 		return
 	}
-	req.Apply(c)
+	_ = req.Fault(c).ApplyTo(c) // validated: a clock fault
 	st := s.faultState()
 	s.adminMu.Unlock()
 	st.Warnings = s.faultWarnings(req)

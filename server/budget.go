@@ -42,7 +42,7 @@ func (e deadlineError) Is(target error) bool { return target == context.Deadline
 // within the generator's wait bound maxWait is waited out, a longer one
 // stops the wall clock at one tick, whose sequence runs out, after which
 // every call refuses.
-func HoldError(kind string, left, maxWait time.Duration) error {
+func HoldError(kind faults.Kind, left, maxWait time.Duration) error {
 	if kind == "" || (left >= 0 && left <= maxWait) {
 		return nil
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"github.com/snowchaos/snowchaos/faults"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ func TestAdminFaultConflicts(t *testing.T) {
 	if code, _, body := n.do(t, "POST", "/admin/v1/faults", adminAuth, `{"kind":"step","by":"8000h"}`); code != 200 {
 		t.Fatal(code, body)
 	}
-	for i := len(n.clock.Active()); i < MaxListedFaults; i++ {
+	for i := len(n.clock.Active()); i < faults.MaxListed; i++ {
 		if code, _, body := n.do(t, "POST", "/admin/v1/faults", adminAuth, `{"kind":"leap","in":"1000h"}`); code != 200 {
 			t.Fatalf("leap %d: %d %s", i, code, body)
 		}

@@ -29,13 +29,13 @@ func FuzzAdminFaults(f *testing.F) {
 		min, max := map[string]any{"kind": k.Kind}, map[string]any{"kind": k.Kind}
 		for _, p := range k.Params {
 			switch p.Type {
-			case ParamDuration:
+			case faults.ParamDuration:
 				min[p.Name], max[p.Name] = p.Min.String(), int64(p.Max)
-			case ParamPPM:
+			case faults.ParamPPM:
 				min[p.Name], max[p.Name] = p.MinPPM, p.MaxPPM
-			case ParamTime:
+			case faults.ParamTime:
 				min[p.Name], max[p.Name] = fuzzStart.Add(-p.Max).Format(time.RFC3339Nano), fuzzStart.Add(p.Max).Format(time.RFC3339)
-			case ParamSeed:
+			case faults.ParamSeed:
 				min[p.Name], max[p.Name] = 0, uint64(1<<64-1)
 			}
 		}

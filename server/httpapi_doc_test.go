@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/snowchaos/snowchaos/faults"
 	"os"
 	"reflect"
 	"strings"
@@ -17,12 +18,12 @@ const httpAPIDoc = "../docs/http-api.md"
 
 // Markers around the generated fault reference in httpAPIDoc.
 const (
-	docBegin = "<!-- BEGIN fault reference: generated from server.FaultKinds by `go test ./server -run TestHTTPAPIDoc -update`; edit the table in server/faultspec.go, not here -->\n"
+	docBegin = "<!-- BEGIN fault reference: generated from server.FaultKinds by `go test ./server -run TestHTTPAPIDoc -update`; edit the table in faults/spec.go, not here -->\n"
 	docEnd   = "<!-- END fault reference -->\n"
 )
 
 // renderFaultKinds renders the fault reference of docs/http-api.md.
-func renderFaultKinds(kinds []FaultKind) string {
+func renderFaultKinds(kinds []faults.Spec) string {
 	var b strings.Builder
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "### `%s`\n\n%s.", k.Kind, upperFirst(k.Effect))
@@ -51,7 +52,7 @@ func renderFaultKinds(kinds []FaultKind) string {
 	fmt.Fprintf(&b, "### Limits that depend on the clock's state (409)\n\n"+
 		"- A `step`, `smear` or `slew` may not take the clock's offset (`offset` in the response) beyond ±%v.\n"+
 		"- At most %d faults may be listed in `active` when a `leap` or `smear` is added (each adds one).\n\n",
-		MaxFaultOffset, MaxListedFaults)
+		faults.MaxOffset, faults.MaxListed)
 	return b.String()
 }
 
@@ -107,7 +108,7 @@ func TestHTTPAPIDoc(t *testing.T) {
 		if err := r.Validate(); err != nil {
 			t.Errorf("%s example %s: %v", k.Kind, k.Example, err)
 		}
-		if !strings.Contains(doc, "`"+k.Kind+"`") {
+		if !strings.Contains(doc, "`"+string(k.Kind)+"`") {
 			t.Errorf("%s does not name kind %q", httpAPIDoc, k.Kind)
 		}
 	}

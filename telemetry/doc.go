@@ -1,5 +1,6 @@
-// Package telemetry exports snowchaos's Prometheus metrics and connects the
-// generator's Observer to metrics and traces.
+// Package telemetry exports the product's Prometheus metrics (snowflake_*)
+// and connects the generator's Observer to metrics and traces. The
+// harness's own series (snowchaos_*) are harness/metrics'.
 //
 // Every component has its own collector and never touches the default
 // registry:
@@ -11,7 +12,6 @@
 //     also puts them on spans (package tracing).
 //   - LeaseCollector: the snowflake_lease_* series, fed by a lease keeper
 //     through LeaseMetrics.
-//   - HarnessMetrics: the snowchaos_* series of a scenario run.
 //
 // NewRegistry returns a registry with the Go and process collectors for a
 // served endpoint; Serve and Handler expose it with OpenMetrics (needed for

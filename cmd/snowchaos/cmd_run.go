@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snowchaos/snowchaos/harness"
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/harness/report"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/scenarios"
@@ -138,7 +139,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var metricsSrv *telemetry.Server
 	if f.metrics != "" {
 		reg := telemetry.NewRegistry()
-		opts.Metrics = telemetry.NewHarnessMetrics()
+		opts.Metrics = metrics.New()
 		opts.Generators = telemetry.NewGeneratorCollector(telemetry.Options{PerNode: true})
 		reg.MustRegister(opts.Metrics, opts.Generators)
 		srv, err := telemetry.Listen(f.metrics, reg)

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/scenarios"
 )
@@ -168,7 +168,7 @@ type fixedClockTarget struct{ target.InProcess }
 func (f *fixedClockTarget) Info() target.Info {
 	i := f.InProcess.Info()
 	i.Name = "test-cmd-fixed-clock"
-	i.Caps.Faults = []scenario.Kind{scenario.KindRestart}
+	i.Caps.Faults = []faults.Kind{faults.KindRestart}
 	return i
 }
 

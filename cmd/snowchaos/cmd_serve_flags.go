@@ -3,11 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/snowchaos/snowchaos/faults"
 	"strings"
 	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
-	"github.com/snowchaos/snowchaos/server"
 )
 
 // presetNames lists the layout presets.
@@ -56,7 +56,7 @@ func checkServeFlags(f *serveFlags, layout generator.Layout) error {
 		{"--max-wait", f.maxWait, 0, 10 * time.Minute},
 		{"--max-lead", f.maxLead, 0, 24 * time.Hour},
 		{"--reserve", f.reserve, 0, time.Hour},
-		{"--clock-offset", f.clockOffset, -server.MaxFaultOffset, server.MaxFaultOffset},
+		{"--clock-offset", f.clockOffset, -faults.MaxOffset, faults.MaxOffset},
 		{"--lease-ttl", f.leaseTTL, 0, 24 * time.Hour},
 		{"--ntp-max-offset", f.ntpMaxOffset, 0, time.Hour},
 		{"--ntp-interval", f.ntpEvery, 0, 24 * time.Hour},

@@ -217,7 +217,7 @@ var metricSections = []struct{ prefix, title, intro string }{
 	{"snowflake_ntp_", "NTP checks (`snowflake_ntp_`)", "Defined by `ntpcheck`; served by `snowchaos serve --ntp-server` and `snowchaos ntp check --watch --metrics-addr`."},
 	{"snowflake_http_", "HTTP (`snowflake_http_`)", "Defined by `server`: one series per route and status code the node serves."},
 	{"snowflake_", "Generator (`snowflake_`)", "Defined by `telemetry.GeneratorCollector`: counters and gauges are read from `Generator.Stats()` at scrape time; the histograms and `snowflake_refusals_total` are fed by `telemetry.NodeMetrics`, the generator's Observer, on rare events."},
-	{"snowchaos_", "Harness (`snowchaos_`)", "Fed by the harness through `telemetry.HarnessMetrics` while `snowchaos run --metrics-addr` runs. Counters accumulate over the scenarios a process runs; `snowchaos_scenario_info` and `snowchaos_fault_window` describe the current scenario; verdicts of earlier scenarios stay."},
+	{"snowchaos_", "Harness (`snowchaos_`)", "Fed by the harness through `harness/metrics`' Collector while `snowchaos run --metrics-addr` runs. Counters accumulate over the scenarios a process runs; `snowchaos_scenario_info` and `snowchaos_fault_window` describe the current scenario; verdicts of earlier scenarios stay."},
 }
 
 // renderMetricsDoc merges what the commands serve into the reference.

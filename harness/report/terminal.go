@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/harness"
-	"github.com/snowchaos/snowchaos/harness/scenario"
 )
 
 // Terminal writes the matrix of scenario x target: per scenario a legend
@@ -225,7 +225,7 @@ func terminalLeases(w *errWriter, sr *harness.ScenarioResult, nameW int) {
 func outages(sr *harness.ScenarioResult, r *harness.Result) string {
 	var b strings.Builder
 	for _, f := range sr.Faults {
-		if f.Kind != string(scenario.KindStoreOutage) {
+		if f.Kind != string(faults.KindStoreOutage) {
 			continue
 		}
 		for _, win := range r.Windows {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 )
 
@@ -37,7 +38,7 @@ func TestParseFull(t *testing.T) {
 		t.Fatalf("faults: %+v", s.Faults)
 	}
 	f := s.Faults[0]
-	if f.Name != "step" || f.Kind != KindStep || f.By != -5*time.Millisecond || f.At != 2*time.Second || len(f.Nodes) != 1 || f.Line != 31 {
+	if f.Name != "step" || f.Kind != faults.KindStep || f.By != -5*time.Millisecond || f.At != 2*time.Second || len(f.Nodes) != 1 || f.Line != 31 {
 		t.Fatalf("fault 0: %+v", f)
 	}
 	if f := s.Faults[1]; f.Name != "step-2" || !f.All || len(f.Nodes) != 2 || f.Observe != 500*time.Millisecond {
@@ -264,15 +265,15 @@ func TestParseRate(t *testing.T) {
 }
 
 func TestWindows(t *testing.T) {
-	f := Fault{Kind: KindStep, At: time.Second, By: -150 * time.Millisecond}
+	f := Fault{Kind: faults.KindStep, At: time.Second, By: -150 * time.Millisecond}
 	if s, e := f.Observed(10 * time.Second); s != time.Second || e != time.Second+150*time.Millisecond+DefaultTail {
 		t.Fatalf("step window %v %v", s, e)
 	}
-	f = Fault{Kind: KindSlew, At: 0, By: -300 * time.Millisecond}
+	f = Fault{Kind: faults.KindSlew, At: 0, By: -300 * time.Millisecond}
 	if d := f.SlewDuration(); d != 600*time.Second {
 		t.Fatalf("slew duration %v", d)
 	}
-	f = Fault{Kind: KindDrift, At: 5 * time.Second, PPM: 100}
+	f = Fault{Kind: faults.KindDrift, At: 5 * time.Second, PPM: 100}
 	if s, e := f.Observed(10 * time.Second); s != 5*time.Second || e != 10*time.Second {
 		t.Fatalf("drift window %v %v", s, e)
 	}
@@ -329,7 +330,7 @@ targets:
 	if b.LeaseTTL != 0 || *b.WorkerRange != (WorkerRange{4, 4}) || b.NoHandoffGuard || b.NoPauseCheck || b.NoFence || b.NoMarkWriteThrough || b.WorkerRange.Len() != 1 {
 		t.Fatalf("node b: %+v", b)
 	}
-	if f := s.Faults[0]; f.Kind != KindStoreOutage || f.Partition || !f.All || f.Span(0) != 2*time.Second || f.Kind.ClockFault() {
+	if f := s.Faults[0]; f.Kind != faults.KindStoreOutage || f.Partition || !f.All || f.Span(0) != 2*time.Second || f.Kind.Clock() {
 		t.Fatalf("outage: %+v", f)
 	}
 	if f := s.Faults[1]; !f.Partition || len(f.Nodes) != 1 || f.Nodes[0] != "a" {

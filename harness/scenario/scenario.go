@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 )
@@ -325,54 +326,13 @@ const (
 	DefaultTail = time.Second
 )
 
-// Kind is a fault kind.
-type Kind string
-
-// Fault kinds.
-const (
-	KindStep    Kind = "step"    // wall += by at once (negative: back)
-	KindFreeze  Kind = "freeze"  // wall stands still for `for`
-	KindLeap    Kind = "leap"    // wall steps back 1 s when it reaches start+at
-	KindSmear   Kind = "smear"   // wall moves by `by` linearly over `window`
-	KindSlew    Kind = "slew"    // wall moves by `by` at `ppm`
-	KindDrift   Kind = "drift"   // constant rate error of `ppm`
-	KindPause   Kind = "pause"   // VM pause: the node stands still for `for`
-	KindRestart Kind = "restart" // the node loses its memory and comes back
-	KindClone   Kind = "clone"   // a second node with the same worker ID starts
-	KindHandoff Kind = "handoff" // the worker ID moves to a host whose clock is behind (after a crash with crash: true)
-	KindRevert  Kind = "revert"  // every clock fault removed
-	// KindStoreOutage makes the run's lease store unreachable for `for`:
-	// for every node (the store is down) or, when the fault names nodes,
-	// for those nodes' hosts only (a network partition).
-	KindStoreOutage Kind = "store_outage"
-)
-
-// Kinds lists every fault kind.
-func Kinds() []Kind {
-	return []Kind{KindStep, KindFreeze, KindLeap, KindSmear, KindSlew, KindDrift,
-		KindPause, KindRestart, KindClone, KindHandoff, KindRevert, KindStoreOutage}
-}
-
-// ClockFault reports whether the kind acts on a node's clock (so the
-// target must let the harness control its clock).
-func (k Kind) ClockFault() bool {
-	switch k {
-	case KindStep, KindFreeze, KindLeap, KindSmear, KindSlew, KindDrift, KindPause, KindRevert:
-		return true
-	}
-	return false
-}
-
-// DefaultPPM is the slew rate when a slew names none (ntpd's limit).
-const DefaultPPM = 500
-
 // Fault is one timed fault.
 type Fault struct {
 	// Name identifies the fault in invariants ("during leap") and reports;
 	// it defaults to the kind, with -2, -3... for repeats.
 	Name string
 	// Kind is the fault kind.
-	Kind Kind
+	Kind faults.Kind
 	// At is the offset from the run's start.
 	At time.Duration
 	// Nodes are the names of the nodes it acts on, never empty.
@@ -422,38 +382,38 @@ type Fault struct {
 // remaining duration is passed in).
 func (f Fault) Span(remaining time.Duration) time.Duration {
 	switch f.Kind {
-	case KindStep:
+	case faults.KindStep:
 		if f.By < 0 {
 			return -f.By
 		}
 		return 0
-	case KindFreeze, KindPause:
+	case faults.KindFreeze, faults.KindPause:
 		if f.For == 0 {
 			return remaining
 		}
 		return f.For
-	case KindLeap:
+	case faults.KindLeap:
 		return time.Second
-	case KindSmear:
+	case faults.KindSmear:
 		return f.Window
-	case KindSlew:
+	case faults.KindSlew:
 		return f.SlewDuration()
-	case KindDrift:
+	case faults.KindDrift:
 		return remaining
-	case KindRestart:
+	case faults.KindRestart:
 		d := f.For
 		if f.OffsetWhileDown < 0 {
 			d += -f.OffsetWhileDown
 		}
 		return d
-	case KindClone:
+	case faults.KindClone:
 		if f.For == 0 {
 			return remaining
 		}
 		return f.For
-	case KindStoreOutage:
+	case faults.KindStoreOutage:
 		return f.For
-	case KindHandoff:
+	case faults.KindHandoff:
 		d := f.Gap
 		if f.Behind > f.Gap {
 			d = f.Behind
@@ -467,7 +427,7 @@ func (f Fault) Span(remaining time.Duration) time.Duration {
 func (f Fault) SlewDuration() time.Duration {
 	ppm := f.PPM
 	if ppm == 0 {
-		ppm = DefaultPPM
+		ppm = faults.DefaultSlewPPM
 	}
 	by := f.By
 	if by < 0 {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/reference"
 	"github.com/snowchaos/snowchaos/harness/scenario"
@@ -47,7 +48,7 @@ var (
 
 // Info implements Target.
 func (t *InProcess) Info() Info {
-	caps := Capabilities{Faults: scenario.Kinds(), Simulated: true, OffsetTolerance: time.Microsecond}
+	caps := Capabilities{Faults: faults.Kinds(faults.InScenario), Simulated: true, OffsetTolerance: time.Microsecond}
 	if t.Reference == "" {
 		caps.Checkpoint = true
 		caps.Leases = []string{scenario.LeaseMemory}

@@ -41,7 +41,7 @@ func TestRegistry(t *testing.T) {
 			t.Fatalf("%s: %v (registered: %v)", w, err, names)
 		}
 		info := tg.Info()
-		if info.Name != w || !info.Caps.Simulated || !info.Caps.Supports(scenario.KindSlew) || info.Doc == "" {
+		if info.Name != w || !info.Caps.Simulated || !info.Caps.Supports(faults.KindSlew) || info.Doc == "" {
 			t.Fatalf("%s: %+v", w, info)
 		}
 		if info.KnownBad != (w != target.InProcessName) {
@@ -148,14 +148,14 @@ func TestPauseBlocksIssue(t *testing.T) {
 	}
 	issue(t, n, 1)
 	t0 := v.Elapsed()
-	if err := n.Clock().Apply(ctx, target.ClockFault{Kind: scenario.KindPause, For: 2 * time.Second}); err != nil {
+	if err := n.Clock().Apply(ctx, faults.Fault{Kind: faults.KindPause, For: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	issue(t, n, 1)
 	if d := v.Elapsed() - t0; d < 2*time.Second {
 		t.Fatalf("a call during a 2s pause returned after %v", d)
 	}
-	if err := n.Clock().Apply(ctx, target.ClockFault{Kind: "bogus"}); !errors.Is(err, target.ErrUnsupported) {
+	if err := n.Clock().Apply(ctx, faults.Fault{Kind: "bogus"}); !errors.Is(err, target.ErrUnsupported) {
 		t.Fatal(err)
 	}
 }
@@ -169,15 +169,15 @@ func TestClockFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctl := n.Clock()
-	ctl.Apply(ctx, target.ClockFault{Kind: scenario.KindStep, By: -5 * time.Millisecond})
+	ctl.Apply(ctx, faults.Fault{Kind: faults.KindStep, By: -5 * time.Millisecond})
 	if off, _ := ctl.Offset(ctx); off != -5*time.Millisecond {
 		t.Fatalf("step: %v", off)
 	}
-	ctl.Apply(ctx, target.ClockFault{Kind: scenario.KindRevert})
+	ctl.Apply(ctx, faults.Fault{Kind: faults.KindRevert})
 	if off, _ := ctl.Offset(ctx); off != 0 {
 		t.Fatalf("revert: %v", off)
 	}
-	ctl.Apply(ctx, target.ClockFault{Kind: scenario.KindDrift, PPM: 100})
+	ctl.Apply(ctx, faults.Fault{Kind: faults.KindDrift, PPM: 100})
 	v.Advance(time.Second)
 	if off, _ := ctl.Offset(ctx); off != 100*time.Microsecond {
 		t.Fatalf("drift: %v", off)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
@@ -97,7 +98,7 @@ func (t *Process) Info() target.Info {
 	if name == "" {
 		name = ProcessName
 	}
-	kinds := append(append([]scenario.Kind(nil), clockKinds...), scenario.KindRestart, scenario.KindClone, scenario.KindHandoff)
+	kinds := append(append([]faults.Kind(nil), clockKinds...), faults.KindRestart, faults.KindClone, faults.KindHandoff)
 	return target.Info{
 		Name: name,
 		Doc:  "snowchaos serve child processes on loopback ports: restart is kill -9 and start, a clone a second process, a handoff a process on a new host",
@@ -510,16 +511,16 @@ func (n *procNode) URL() string {
 type procClock struct{ n *procNode }
 
 // Apply implements target.ClockControl.
-func (c procClock) Apply(ctx context.Context, f target.ClockFault) error {
+func (c procClock) Apply(ctx context.Context, f faults.Fault) error {
 	c.n.mu.Lock()
 	r := c.n.remote
 	if r == nil {
 		defer c.n.mu.Unlock()
 		switch f.Kind {
-		case scenario.KindStep:
+		case faults.KindStep:
 			c.n.offset += f.By
 			return nil
-		case scenario.KindRevert:
+		case faults.KindRevert:
 			c.n.offset = 0
 			return nil
 		}
