@@ -20,7 +20,16 @@ type buckets struct {
 // bucketKey maps a signed bucket to an order-preserving unsigned key.
 func bucketKey(k int64) uint64 { return uint64(k) ^ 1<<63 }
 
+// add records a success in bucket k; the usual case, k in or just past
+// the pending run, is inlined.
 func (b *buckets) add(k int64) {
+	if b.has && k >= b.lo && k <= b.hi {
+		return
+	}
+	b.addSlow(k)
+}
+
+func (b *buckets) addSlow(k int64) {
 	if b.has {
 		if k >= b.lo && k <= b.hi {
 			return
