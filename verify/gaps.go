@@ -56,6 +56,19 @@ func (b *buckets) flush() {
 	b.has = false
 }
 
+// union returns the buckets in which any of bs had a success, in time
+// proportional to their bitmaps.
+func union(bs []*buckets) buckets {
+	u := buckets{bm: roaring64.New()}
+	for _, b := range bs {
+		b.flush()
+		if b.bm != nil {
+			u.bm.Or(b.bm)
+		}
+	}
+	return u
+}
+
 func (b *buckets) bytes() uint64 {
 	if b.bm == nil {
 		return 0

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 	"unsafe"
@@ -139,9 +140,18 @@ func (v *Verifier) Result() Result {
 	if v.kind.Ordered() {
 		r.Streams = uint64(len(v.streams))
 	}
+	// The run's span and successes are its issuers', joined here rather
+	// than kept per call.
 	seen := calls.Total > 0
+	firstRef, lastRef := int64(math.MaxInt64), int64(math.MinInt64)
+	var all []*buckets
+	for _, is := range v.issuers {
+		firstRef, lastRef = min(firstRef, is.firstRef), max(lastRef, is.lastRef)
+		all = append(all, &is.succ)
+	}
+	succ := union(all)
 	if seen {
-		r.FirstRef, r.LastRef = v.firstRef, v.lastRef
+		r.FirstRef, r.LastRef = firstRef, lastRef
 	}
 	if t.maxWait > 0 {
 		r.MaxWaitIssuer = v.issuers[t.maxWaitBy].ref
@@ -166,7 +176,7 @@ func (v *Verifier) Result() Result {
 	}
 	slices.SortFunc(r.ViolatedStreams, func(a, b StreamResult) int { return cmp.Compare(a.Stream, b.Stream) })
 	if seen {
-		r.LongestGap = v.succ.longestGap(v.firstRef, v.lastRef, v.gapRes)
+		r.LongestGap = succ.longestGap(firstRef, lastRef, v.gapRes)
 	}
 	for i := range v.windows {
 		w := &v.windows[i]
@@ -175,7 +185,7 @@ func (v *Verifier) Result() Result {
 		wr := WindowResult{Window: w.Window, Calls: wc, Lead: wt.lead.dist(wt.ids), Lag: wt.lag.dist(wt.ids), Wait: wt.wait.dist(wc.Total),
 			Duplicates: wt.dups, OrderViolations: wt.order, RestartViolations: wt.restv}
 		if seen {
-			wr.LongestGap = v.succ.longestGap(max(w.Start, v.firstRef), min(w.End, v.lastRef), v.gapRes)
+			wr.LongestGap = succ.longestGap(max(w.Start, firstRef), min(w.End, lastRef), v.gapRes)
 		}
 		for _, is := range v.issuers {
 			if !is.seen() {
@@ -214,7 +224,7 @@ func cmpRef(a, b IssuerRef) int {
 // bytes estimates the Verifier's memory: Sets and tables, time records,
 // gap bitmaps and histograms.
 func (v *Verifier) bytes() uint64 {
-	b := v.succ.bytes() + v.cur.bytes() + v.run.bytes()
+	b := v.cur.bytes() + v.run.bytes()
 	for i := range v.windows {
 		b += v.windows[i].t.bytes()
 	}

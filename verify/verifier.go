@@ -213,8 +213,6 @@ type Verifier struct {
 	active           []int
 	epochLo, epochHi int64
 
-	firstRef, lastRef   int64 // MaxInt64, MinInt64 before the first call
-	succ                buckets
 	bucket, bucketStart int64 // last gap bucket computed and its start (ns), when bucketOK
 	bucketOK            bool
 
@@ -328,21 +326,19 @@ func New(cfg Config) *Verifier {
 		l = generator.DefaultLayout()
 	}
 	v := &Verifier{
-		kind:     cfg.Kind,
-		layout:   l,
-		seqBits:  min(l.SeqBits, 63),
-		nodeMsk:  1<<min(l.NodeBits, 63) - 1,
-		details:  cfg.MaxDetails,
-		blkSpan:  int64(cfg.TimeResolution),
-		gapRes:   int64(cfg.GapResolution),
-		byName:   make(map[IssuerRef]IssuerID),
-		workers:  make(map[int64]*workerGroup),
-		owners:   make(map[uint64]*ownerList),
-		streams:  make(map[uint64]*stream),
-		pairs:    make(map[[2]IssuerID]uint64),
-		firstRef: math.MaxInt64,
-		lastRef:  math.MinInt64,
-		epochLo:  1,
+		kind:    cfg.Kind,
+		layout:  l,
+		seqBits: min(l.SeqBits, 63),
+		nodeMsk: 1<<min(l.NodeBits, 63) - 1,
+		details: cfg.MaxDetails,
+		blkSpan: int64(cfg.TimeResolution),
+		gapRes:  int64(cfg.GapResolution),
+		byName:  make(map[IssuerRef]IssuerID),
+		workers: make(map[int64]*workerGroup),
+		owners:  make(map[uint64]*ownerList),
+		streams: make(map[uint64]*stream),
+		pairs:   make(map[[2]IssuerID]uint64),
+		epochLo: 1,
 
 		streamsWithViolation: make(map[uint64]*stream),
 	}
@@ -528,7 +524,6 @@ func (v *Verifier) call(o *Observation) *issuer {
 		out = OutcomeError
 	}
 	v.cur.calls[out]++
-	v.firstRef, v.lastRef = min(v.firstRef, start), max(v.lastRef, end)
 	is.firstRef, is.lastRef = min(is.firstRef, start), max(is.lastRef, end)
 	if out == OutcomeOK {
 		is.ok++
@@ -539,7 +534,6 @@ func (v *Verifier) call(o *Observation) *issuer {
 			v.bucket = floorDiv(end, v.gapRes)
 			v.bucketStart, v.bucketOK = v.bucket*v.gapRes, true
 		}
-		v.succ.add(v.bucket)
 		is.succ.add(v.bucket)
 	} else {
 		is.failed[out]++
