@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -271,6 +272,30 @@ func TestStringSetArena(t *testing.T) {
 	}
 	if len(s.chunks) < 2 || s.len() != n || s.bytes() < n*60 {
 		t.Fatalf("chunks %d len %d bytes %d", len(s.chunks), s.len(), s.bytes())
+	}
+}
+
+func TestConcurrentWide(t *testing.T) {
+	c := NewConcurrent(Config{Kind: KindString})
+	a := c.Issuer("a", 0, 0)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 100 {
+				c.ObserveStrings(Observation{Issuer: a}, []string{fmt.Sprint(i%50, "-", g%2)})
+			}
+		})
+	}
+	wg.Wait()
+	// 4 feeders x 100 calls, 100 distinct strings.
+	if p := c.Progress(); p.IDs != 400 || p.Duplicates != 300 || c.Kind() != KindString {
+		t.Fatalf("%+v", p)
+	}
+	w := NewConcurrent(Config{Kind: KindUUIDv4})
+	b := w.Issuer("b", 0, 0)
+	w.ObserveWide(Observation{Issuer: b}, []ID128{{Lo: 1}, {Lo: 1}})
+	if w.Result().Duplicates != 1 {
+		t.Fatal("wide duplicate")
 	}
 }
 
