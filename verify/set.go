@@ -36,8 +36,8 @@ type Set struct {
 	// npend IDs added, each above every ID added before it, not yet in
 	// the bitmaps; n counts the IDs in the bitmaps.
 	top   generator.ID
-	npend uint8
 	pend  [pendCap]generator.ID
+	npend uint8
 	n     uint64
 
 	// permute is false when the layout's fields do not cover 63 bits; the
@@ -67,8 +67,10 @@ type slot struct {
 }
 
 const (
-	// pendCap is how many fresh IDs wait in the Set before they are keyed.
-	pendCap = 8
+	// pendCap is how many fresh IDs wait in the Set before they are keyed:
+	// seven, so that top and pend fill a cache line with what precedes
+	// them in the Verifier's issuer.
+	pendCap = 7
 	// minSlots and maxSlots bound the direct-mapped table; it grows by
 	// four each time two nodes collide in it, so a Set that only ever sees
 	// one node stays small.
@@ -154,7 +156,7 @@ func (s *Set) Add(id generator.ID) (fresh bool) {
 // buffer has room, and reports whether it did: the common Add, inlined.
 func (s *Set) tryAppend(id generator.ID) bool {
 	if id > s.top && s.npend < pendCap {
-		s.pend[s.npend&(pendCap-1)] = id
+		s.pend[s.npend] = id
 		s.npend++
 		s.top = id
 		return true

@@ -24,12 +24,17 @@ type ownerList struct{ ids []IssuerID }
 type block struct {
 	min, max         generator.ID
 	refStart, refEnd int64
-	n                uint32
+	// soft and hard are when the block closes, set as it opens (see
+	// minBlockIDs); n counts its IDs, wrapping harmlessly (it only keeps
+	// a block open until it holds minBlockIDs).
+	soft, hard int64
+	n          uint32
 }
 
-// minBlockIDs and maxBlockSpans bound block sizes: a block closes once it
-// spans TimeResolution and holds minBlockIDs IDs, or once it spans
-// maxBlockSpans resolutions.
+// minBlockIDs and maxBlockSpans bound block sizes: a block closes at the
+// first call ending a TimeResolution after the block opened once it holds
+// minBlockIDs IDs, or maxBlockSpans resolutions after it opened, or at a
+// call that began before it opened.
 const (
 	minBlockIDs   = 32
 	maxBlockSpans = 100
@@ -38,6 +43,9 @@ const (
 // observeIDs runs the per-ID checks of a call's Snowflake IDs.
 func (v *Verifier) observeIDs(is *issuer, o *Observation) Found {
 	ids := o.IDs
+	if len(ids) == 1 {
+		return v.observeOne(is, o, ids[0])
+	}
 	var f Found
 	v.cur.ids += uint64(len(ids))
 	is.ids += uint64(len(ids))
@@ -51,9 +59,8 @@ func (v *Verifier) observeIDs(is *issuer, o *Observation) Found {
 	v.dupAt = v.dupAt[:0]
 	lo, hi := ids[0], ids[0]
 	checkFloor, floor := is.floorBy >= 0, is.floor
-	shift := is.tickShift
+	clk := is.clk
 	curTick, run := int64(-1), uint64(0)
-	epochNs, tickNs, maxTick := is.epochNs, is.tickNs, is.maxTick
 	for i, id := range ids {
 		lo, hi = min(lo, id), max(hi, id)
 		if id <= prev && hasPrev && st != nil {
@@ -73,15 +80,15 @@ func (v *Verifier) observeIDs(is *issuer, o *Observation) Found {
 				v.duplicateID(is, id, i, o)
 			}
 		}
-		if t := int64((uint64(id) &^ (1 << 63)) >> shift); t != curTick {
-			if run > 0 && offTick(curTick, epochNs, tickNs, maxTick, o.RefStart, o.RefEnd) {
+		if t := int64((uint64(id) &^ (1 << 63)) >> clk.shift); t != curTick {
+			if run > 0 && clk.off(curTick, o.RefStart, o.RefEnd) {
 				v.leadLag(is, curTick, run, o)
 			}
 			curTick, run = t, 0
 		}
 		run++
 	}
-	if offTick(curTick, epochNs, tickNs, maxTick, o.RefStart, o.RefEnd) {
+	if clk.off(curTick, o.RefStart, o.RefEnd) {
 		v.leadLag(is, curTick, run, o)
 	}
 	if st != nil {
@@ -95,6 +102,46 @@ func (v *Verifier) observeIDs(is *issuer, o *Observation) Found {
 		is.minID, is.maxID = min(is.minID, lo), max(is.maxID, hi)
 	}
 	v.record(is, lo, hi, uint32(min(len(ids), math.MaxUint32)), o)
+	if is.hasSuccessor {
+		v.raiseSuccessors(is)
+	}
+	return f
+}
+
+// observeOne is observeIDs for the most common call, one ID: the same
+// checks, without the loop.
+func (v *Verifier) observeOne(is *issuer, o *Observation, id generator.ID) Found {
+	var f Found
+	v.cur.ids++
+	is.ids++
+	if o.Stream != 0 {
+		st := v.stream(is, o.Stream, 1)
+		if id <= st.last && st.has {
+			f.OrderViolations++
+			v.orderViolation(st, is, SnowflakeValue(st.last), SnowflakeValue(id), o)
+		}
+		st.last, st.has = id, true
+	}
+	if int64(id) <= is.floor && is.floorBy >= 0 {
+		f.RestartViolations++
+		v.restartViolation(is, SnowflakeValue(id), SnowflakeValue(generator.ID(is.floor)), o)
+	}
+	if node := (uint64(id) >> v.seqBits) & v.nodeMsk; node != is.lastNode || !is.solo || !is.set.tryAppend(id) {
+		if !v.add(is, id, node) {
+			f.Duplicates++
+			v.dupAt = v.dupAt[:0]
+			v.duplicateID(is, id, 0, o)
+		}
+	}
+	if t := int64((uint64(id) &^ (1 << 63)) >> is.clk.shift); is.clk.off(t, o.RefStart, o.RefEnd) {
+		v.leadLag(is, t, 1, o)
+	}
+	if !is.hasIDs {
+		is.hasIDs, is.minID, is.maxID = true, id, id
+	} else {
+		is.minID, is.maxID = min(is.minID, id), max(is.maxID, id)
+	}
+	v.record(is, id, id, 1, o)
 	if is.hasSuccessor {
 		v.raiseSuccessors(is)
 	}
@@ -226,21 +273,27 @@ func (is *issuer) bracket(id generator.ID) (start, end int64) {
 }
 
 // record notes that is issued IDs in [lo, hi] during the call o,
-// extending the open block while it is small.
+// extending the open block while it is small: the usual case, inlined.
 func (v *Verifier) record(is *issuer, lo, hi generator.ID, n uint32, o *Observation) {
+	if b := &is.cur; is.hasCur && lo >= b.min && o.RefStart >= b.refStart && o.RefEnd < b.hard && (o.RefEnd < b.soft || b.n < minBlockIDs) {
+		b.max, b.refEnd, b.n = max(b.max, hi), max(b.refEnd, o.RefEnd), b.n+n
+		return
+	}
+	v.recordSlow(is, lo, hi, n, o)
+}
+
+// recordSlow is record for a call that lowers the block's minimum, began
+// before it, or closes it.
+func (v *Verifier) recordSlow(is *issuer, lo, hi generator.ID, n uint32, o *Observation) {
+	b := &is.cur
 	if is.hasCur {
-		b := &is.cur
-		span := max(o.RefEnd, b.refEnd) - min(o.RefStart, b.refStart)
-		if (span < v.blkSpan || b.n < minBlockIDs) && span < maxBlockSpans*v.blkSpan {
-			if lo < b.min {
-				b.min = lo
-				if k := len(is.blocks); k > 0 && lo <= is.blocks[k-1].max {
-					is.monotone = false
-				}
+		if o.RefStart >= b.refStart && o.RefEnd < b.hard && (o.RefEnd < b.soft || b.n < minBlockIDs) {
+			// Only the minimum moves down.
+			b.min = lo
+			if k := len(is.blocks); k > 0 && lo <= is.blocks[k-1].max {
+				is.monotone = false
 			}
-			b.max = max(b.max, hi)
-			b.refStart, b.refEnd = min(b.refStart, o.RefStart), max(b.refEnd, o.RefEnd)
-			b.n += min(n, math.MaxUint32-b.n)
+			b.max, b.refEnd, b.n = max(b.max, hi), max(b.refEnd, o.RefEnd), b.n+n
 			return
 		}
 		is.blocks = append(is.blocks, *b)
@@ -250,7 +303,15 @@ func (v *Verifier) record(is *issuer, lo, hi generator.ID, n uint32, o *Observat
 	}
 	// Field by field: a composite literal would be built on the stack and
 	// copied, a store-forwarding stall on the per-call path.
-	b := &is.cur
 	b.min, b.max, b.refStart, b.refEnd, b.n = lo, hi, o.RefStart, o.RefEnd, n
+	b.soft, b.hard = addSat(o.RefStart, v.blkSpan), addSat(o.RefStart, maxBlockSpans*v.blkSpan)
 	is.hasCur = true
+}
+
+// addSat returns a+d (d >= 0), saturating at MaxInt64.
+func addSat(a, d int64) int64 {
+	if a > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return a + d
 }

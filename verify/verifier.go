@@ -205,6 +205,7 @@ type Verifier struct {
 	workers map[int64]*workerGroup
 	owners  map[uint64]*ownerList
 	streams map[uint64]*stream
+	clocks  map[tickClock]*tickClock
 
 	// Tallies: cur is the current epoch's (see checkEpoch), run the
 	// folded epochs'; windows hold their folded epochs'.
@@ -246,31 +247,33 @@ func (c Calls) Availability() float64 {
 	return float64(c.OK) / float64(c.Total)
 }
 
-// issuer is the state of one node incarnation; the fields each call or
-// each ID touches come first, so that they share few cache lines.
+// issuer is the state of one node incarnation. The fields a call of one
+// Snowflake ID reads and writes fill the first four cache lines (the
+// object is line-aligned by its size class), in this order, so that with
+// many issuers interleaved a call misses on as few lines as can be; a
+// layout test keeps them there.
 type issuer struct {
-	// Per call.
+	// Line 0.
 	ok, ids           uint64
-	firstRef, lastRef int64 // MaxInt64, MinInt64 before the first call
-	succ              buckets
+	firstRef, lastRef int64   // MaxInt64, MinInt64 before the first call
 	lastStr           *stream // the stream of its last call
+	lastNode          uint64  // node field of its last ID
+	minID, maxID      generator.ID
 
-	// Per Snowflake ID.
-	lastNode     uint64 // node field of its last ID
-	solo         bool   // the owner list of lastNode holds only this issuer
+	// Line 1.
+	floor        int64      // largest ID (as int64, above -1) any lower incarnation issued
+	clk          *tickClock // how its IDs embed time
+	succ         buckets
+	floorBy      IssuerID // who issued floor (or floorW); -1: none
+	solo         bool     // the owner list of lastNode holds only this issuer
 	hasIDs       bool
 	hasSuccessor bool
 	monotone     bool // blocks and cur ordered by ID with no overlap: binary search works
 	hasCur       bool
-	tickShift    uint8
-	floorBy      IssuerID // who issued floor (or floorW); -1: none
-	minID, maxID generator.ID
-	floor        int64 // largest ID (as int64, above -1) any lower incarnation issued
-	epochNs      int64 // embedded-time constants: start of tick 0,
-	tickNs       int64 // the tick,
-	maxTick      int64 // the last tick whose end fits in int64
-	cur          block // the open time record
-	set          Set
+
+	// Lines 2 and 3.
+	cur block // the open time record
+	set Set   // its top ends line 2, its pending IDs fill line 3
 
 	// Per 128-bit ID of an ordered kind.
 	minW, maxW, floorW ID128
@@ -287,6 +290,15 @@ type issuer struct {
 	group     *workerGroup
 	lastOwner *ownerList
 	blocks    []block // closed time records
+}
+
+// tickClock is how an issuer's IDs embed time: tick t starts at
+// epochNs + t*tickNs, and a Snowflake's tick is its bits above shift.
+// Issuers of one layout share one.
+type tickClock struct {
+	epochNs, tickNs int64
+	maxTick         int64 // the last tick whose end fits in int64
+	shift           uint8
 }
 
 // calls returns the issuer's calls as a Calls.
@@ -337,6 +349,7 @@ func New(cfg Config) *Verifier {
 		workers: make(map[int64]*workerGroup),
 		owners:  make(map[uint64]*ownerList),
 		streams: make(map[uint64]*stream),
+		clocks:  make(map[tickClock]*tickClock),
 		pairs:   make(map[[2]IssuerID]uint64),
 		epochLo: 1,
 
@@ -392,6 +405,7 @@ func (v *Verifier) Register(s IssuerSpec) IssuerID {
 		firstRef: math.MaxInt64,
 		lastRef:  math.MinInt64,
 	}
+	c := tickClock{tickNs: 1} // no embedded time
 	switch {
 	case v.kind == KindSnowflake:
 		l := s.Layout
@@ -399,16 +413,16 @@ func (v *Verifier) Register(s IssuerSpec) IssuerID {
 			l = v.layout
 		}
 		is.set.init(l)
-		is.tickShift = uint8(min(l.NodeBits+l.SeqBits, 63))
 		t0 := l.TimeOf(0)
-		is.epochNs = t0.UnixNano()
-		is.tickNs = max(int64(l.TimeOf(1).Sub(t0)), 1)
+		c = tickClock{epochNs: t0.UnixNano(), tickNs: max(int64(l.TimeOf(1).Sub(t0)), 1), shift: uint8(min(l.NodeBits+l.SeqBits, 63))}
 	case v.kind.Timed(): // UUIDv7, ULID: Unix milliseconds
-		is.epochNs, is.tickNs = 0, int64(time.Millisecond)
-	default: // no embedded time
-		is.tickNs = 1
+		c = tickClock{tickNs: int64(time.Millisecond)}
 	}
-	is.maxTick = (math.MaxInt64 - is.tickNs - max(is.epochNs, 0)) / is.tickNs
+	c.maxTick = (math.MaxInt64 - c.tickNs - max(c.epochNs, 0)) / c.tickNs
+	if is.clk = v.clocks[c]; is.clk == nil {
+		is.clk = &c
+		v.clocks[c] = is.clk
+	}
 
 	g := v.workers[s.Worker]
 	if g == nil {
@@ -654,15 +668,13 @@ func (v *Verifier) duplicate(is *issuer, first IssuerID, o *Observation) *Duplic
 	return &v.dupDetails[len(v.dupDetails)-1]
 }
 
-// offTick reports whether tick lies off the reference span [start, end]
-// of a call, for an issuer whose ticks start at epochNs and last tickNs,
-// so that its IDs have a lead or a lag; false, the common case, costs a
-// multiply and three compares. Up to maxTick e+tickNs fits in int64, so
-// they cannot overflow (ticks are never negative). (Plain arguments: a
-// struct built per call would cost a store-forwarding stall.)
-func offTick(tick, epochNs, tickNs, maxTick, start, end int64) bool {
-	e := epochNs + tick*tickNs
-	return tick > maxTick || e > end || start > e+tickNs
+// off reports whether tick lies off the reference span [start, end] of a
+// call, so that its IDs have a lead or a lag; false, the common case,
+// costs a multiply and three compares. Up to maxTick e+tickNs fits in
+// int64, so they cannot overflow (ticks are never negative).
+func (c *tickClock) off(tick, start, end int64) bool {
+	e := c.epochNs + tick*c.tickNs
+	return tick > c.maxTick || e > end || start > e+c.tickNs
 }
 
 // leadLag records the lead or lag of n IDs of one tick issued in call o:
@@ -670,17 +682,18 @@ func offTick(tick, epochNs, tickNs, maxTick, start, end int64) bool {
 // began (lag).
 func (v *Verifier) leadLag(is *issuer, tick int64, n uint64, o *Observation) {
 	// Start of the tick, saturating so that its end still fits in int64.
-	e := is.epochNs
-	if tick > is.maxTick {
-		e = math.MaxInt64 - is.tickNs
+	c := is.clk
+	e := c.epochNs
+	if tick > c.maxTick {
+		e = math.MaxInt64 - c.tickNs
 	} else {
-		e += tick * is.tickNs
+		e += tick * c.tickNs
 	}
 	if lead := subSat(e, o.RefEnd); lead > 0 {
 		v.cur.lead.add(lead, n)
 		is.maxLead = max(is.maxLead, lead)
 	}
-	if lag := subSat(o.RefStart, e+is.tickNs); lag > 0 {
+	if lag := subSat(o.RefStart, e+c.tickNs); lag > 0 {
 		v.cur.lag.add(lag, n)
 		is.maxLag = max(is.maxLag, lag)
 	}

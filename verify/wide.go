@@ -57,7 +57,7 @@ func (v *Verifier) observeWide(is *issuer, o *Observation, ids []ID128) Found {
 	checkFloor, floor := is.floorBy >= 0 && ordered, is.floorW
 	lo, hi := ids[0], ids[0]
 	curTick, run := int64(-1), uint64(0)
-	epochNs, tickNs, maxTick := is.epochNs, is.tickNs, is.maxTick
+	clk := is.clk
 	for _, x := range ids {
 		if ordered {
 			if x.less(lo) {
@@ -84,7 +84,7 @@ func (v *Verifier) observeWide(is *issuer, o *Observation, ids []ID128) Found {
 		}
 		if timed {
 			if t := x.UnixMilli(); t != curTick {
-				if run > 0 && offTick(curTick, epochNs, tickNs, maxTick, o.RefStart, o.RefEnd) {
+				if run > 0 && clk.off(curTick, o.RefStart, o.RefEnd) {
 					v.leadLag(is, curTick, run, o)
 				}
 				curTick, run = t, 0
@@ -92,7 +92,7 @@ func (v *Verifier) observeWide(is *issuer, o *Observation, ids []ID128) Found {
 			run++
 		}
 	}
-	if run > 0 && offTick(curTick, epochNs, tickNs, maxTick, o.RefStart, o.RefEnd) {
+	if run > 0 && clk.off(curTick, o.RefStart, o.RefEnd) {
 		v.leadLag(is, curTick, run, o)
 	}
 	if st != nil {
