@@ -11,74 +11,75 @@ import (
 // The exact sets of the wide kinds. Each remembers, per distinct ID, the
 // issuer that first issued it and the span (see span) of that call. The
 // entries live densely in insertion order; an open-addressing index maps
-// hashes to them: one control byte per slot (0 empty, else 0x80 and seven
-// hash bits) and one entry number, linear probing, at most 3/4 full. A
-// lookup compares the full ID (or the string's bytes) before it reports a
-// match, so a hash collision costs a probe, never a false duplicate.
-// Memory is the entry (24 bytes) plus 5 to 10 bytes of index per ID;
+// hashes to them: one 64-bit word per slot holding the hash's high 32 bits
+// and the entry number plus one (0: empty), linear probing, at most 3/4
+// full, so a fresh ID costs one probe sequence in one array and an append.
+// A lookup compares the full ID (or the string's bytes) before it reports
+// a match, so a hash collision costs a probe, never a false duplicate.
+// Memory is the entry (24 bytes) plus 11 to 22 bytes of index per ID;
 // growth doubles the index and appends to the entries, so nothing is
 // allocated per ID.
 
 // index is the open-addressing part of a set whose entries live
 // elsewhere, numbered from 0.
 type index struct {
-	ctrl []uint8
-	at   []uint32
-	n    int // occupied slots
+	slots []uint64
+	n     int // occupied slots
 }
 
 const minIndex = 1024
 
-// maxEntries bounds a set's distinct IDs (entry numbers are 32-bit).
-const maxEntries = math.MaxUint32
+// maxEntries bounds a set's distinct IDs (entry numbers plus one are
+// 32-bit).
+const maxEntries = math.MaxUint32 - 1
 
 func (x *index) init(slots int) {
-	x.ctrl, x.at, x.n = make([]uint8, slots), make([]uint32, slots), 0
+	x.slots, x.n = make([]uint64, slots), 0
 }
-
-// tag is the control byte of hash h.
-func tag(h uint64) uint8 { return 0x80 | uint8(h>>57) }
 
 // probe returns the slot holding an entry for which eq is true, or the
 // empty slot where one with hash h belongs.
 func (x *index) probe(h uint64, eq func(e uint32) bool) (slot int, found bool) {
-	mask := len(x.ctrl) - 1
-	t := tag(h)
+	mask := len(x.slots) - 1
+	tag := h >> 32
 	for i := int(h) & mask; ; i = (i + 1) & mask {
-		switch c := x.ctrl[i]; {
-		case c == 0:
+		switch w := x.slots[i]; {
+		case w == 0:
 			return i, false
-		case c == t && eq(x.at[i]):
+		case w>>32 == tag && eq(uint32(w)-1):
 			return i, true
 		}
 	}
 }
 
+// entry returns the entry number in a full slot.
+func (x *index) entry(slot int) uint32 { return uint32(x.slots[slot]) - 1 }
+
 // put fills the empty slot with entry e of hash h.
 func (x *index) put(slot int, h uint64, e uint32) {
-	x.ctrl[slot], x.at[slot] = tag(h), e
+	x.slots[slot] = h>>32<<32 | uint64(e+1)
 	x.n++
 }
 
 // full reports whether one more entry would pass 3/4 load.
-func (x *index) full() bool { return 4*(x.n+1) > 3*len(x.ctrl) }
+func (x *index) full() bool { return 4*(x.n+1) > 3*len(x.slots) }
 
 // rebuild makes the index twice as large and re-inserts n entries whose
 // hashes hash(e) gives.
 func (x *index) rebuild(n int, hash func(e uint32) uint64) {
-	x.init(max(2*len(x.ctrl), minIndex))
-	mask := len(x.ctrl) - 1
+	x.init(max(2*len(x.slots), minIndex))
+	mask := len(x.slots) - 1
 	for e := range uint32(n) {
 		h := hash(e)
 		i := int(h) & mask
-		for x.ctrl[i] != 0 {
+		for x.slots[i] != 0 {
 			i = (i + 1) & mask
 		}
 		x.put(i, h, e)
 	}
 }
 
-func (x *index) bytes() uint64 { return uint64(len(x.ctrl)) * 5 }
+func (x *index) bytes() uint64 { return uint64(len(x.slots)) * 8 }
 
 // first records a distinct ID's first issue.
 type first struct {
@@ -115,7 +116,7 @@ func (s *set128) add(x ID128, who IssuerID, span uint32) (first, bool) {
 	h := s.hash(x)
 	slot, found := s.idx.probe(h, func(e uint32) bool { return s.keys[e] == x })
 	if found {
-		return s.firsts[s.idx.at[slot]], false
+		return s.firsts[s.idx.entry(slot)], false
 	}
 	if len(s.keys) >= maxEntries {
 		panic("verify: more than 2^32-1 distinct 128-bit IDs")
@@ -171,7 +172,7 @@ func (s *stringSet) add(x string, who IssuerID, span uint32) (first, bool) {
 	h := maphash.String(s.seed, x)
 	slot, found := s.idx.probe(h, func(e uint32) bool { return s.str(s.refs[e]) == x })
 	if found {
-		return s.firsts[s.idx.at[slot]], false
+		return s.firsts[s.idx.entry(slot)], false
 	}
 	if len(s.refs) >= maxEntries || len(x) > math.MaxUint32 {
 		panic("verify: more than 2^32-1 distinct string IDs, or one longer than 4 GiB")

@@ -70,6 +70,7 @@ type Sink struct {
 		v        *verify.Verifier
 		streams  map[string]uint64
 		issuers  map[Labels]verify.IssuerID
+		names    map[string]int64 // issuer name -> its worker group
 		nodes    map[int64]verify.IssuerID
 		batches  int
 		badLines uint64
@@ -108,6 +109,7 @@ func New(cfg Config) (*Sink, error) {
 	s.mu.v = verify.New(verify.Config{Kind: cfg.Kind, Layout: cfg.Layout, MaxDetails: cfg.MaxDetails})
 	s.mu.streams = map[string]uint64{}
 	s.mu.issuers = map[Labels]verify.IssuerID{}
+	s.mu.names = map[string]int64{}
 	s.mu.nodes = map[int64]verify.IssuerID{}
 	return s, nil
 }
@@ -351,20 +353,17 @@ func (s *Sink) issuerLocked(l Labels) (verify.IssuerID, error) {
 	if len(s.mu.issuers)+len(s.mu.nodes) >= s.cfg.MaxIssuers {
 		return 0, fmt.Errorf("sink: more than %d issuers (issuer %q)", s.cfg.MaxIssuers, l.Issuer)
 	}
-	// Incarnations of one name share a worker group, so restarts are checked.
-	id := s.mu.v.Register(verify.IssuerSpec{Name: l.Issuer, Incarnation: l.Incarnation, Worker: workerOf(l.Issuer)})
+	// Incarnations of one name share a worker group, so restarts are
+	// checked; each name gets its own negative worker, apart from node
+	// fields.
+	w, ok := s.mu.names[l.Issuer]
+	if !ok {
+		w = -2 - int64(len(s.mu.names)) // -1 is the issuer of empty batches
+		s.mu.names[l.Issuer] = w
+	}
+	id := s.mu.v.Register(verify.IssuerSpec{Name: l.Issuer, Incarnation: l.Incarnation, Worker: w})
 	s.mu.issuers[key] = id
 	return id, nil
-}
-
-// workerOf gives every issuer name its own worker group (negative, so it
-// cannot meet a node field).
-func workerOf(name string) int64 {
-	var h uint64 = 14695981039346656037
-	for i := range len(name) {
-		h = (h ^ uint64(name[i])) * 1099511628211
-	}
-	return -1 - int64(h>>2)
 }
 
 // nodeLocked returns the issuer "node-N" for a Snowflake node field
