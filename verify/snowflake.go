@@ -43,9 +43,6 @@ const (
 // observeIDs runs the per-ID checks of a call's Snowflake IDs.
 func (v *Verifier) observeIDs(is *issuer, o *Observation) Found {
 	ids := o.IDs
-	if len(ids) == 1 {
-		return v.observeOne(is, o, ids[0])
-	}
 	var f Found
 	v.cur.ids += uint64(len(ids))
 	is.ids += uint64(len(ids))
@@ -141,7 +138,11 @@ func (v *Verifier) observeOne(is *issuer, o *Observation, id generator.ID) Found
 	} else {
 		is.minID, is.maxID = min(is.minID, id), max(is.maxID, id)
 	}
-	v.record(is, id, id, 1, o)
+	if b := &is.cur; is.hasCur && b.absorbs(id, o) {
+		b.max, b.refEnd, b.n = max(b.max, id), max(b.refEnd, o.RefEnd), b.n+1
+	} else {
+		v.recordSlow(is, id, id, 1, o)
+	}
 	if is.hasSuccessor {
 		v.raiseSuccessors(is)
 	}
@@ -273,13 +274,20 @@ func (is *issuer) bracket(id generator.ID) (start, end int64) {
 }
 
 // record notes that is issued IDs in [lo, hi] during the call o,
-// extending the open block while it is small: the usual case, inlined.
+// extending the open block while it is small.
 func (v *Verifier) record(is *issuer, lo, hi generator.ID, n uint32, o *Observation) {
-	if b := &is.cur; is.hasCur && lo >= b.min && o.RefStart >= b.refStart && o.RefEnd < b.hard && (o.RefEnd < b.soft || b.n < minBlockIDs) {
+	if b := &is.cur; is.hasCur && b.absorbs(lo, o) {
 		b.max, b.refEnd, b.n = max(b.max, hi), max(b.refEnd, o.RefEnd), b.n+n
 		return
 	}
 	v.recordSlow(is, lo, hi, n, o)
+}
+
+// absorbs reports whether the open block b can take a call o whose
+// smallest ID is lo without moving its minimum or closing: the usual
+// case, inlined.
+func (b *block) absorbs(lo generator.ID, o *Observation) bool {
+	return lo >= b.min && o.RefStart >= b.refStart && o.RefEnd < b.hard && (o.RefEnd < b.soft || b.n < minBlockIDs)
 }
 
 // recordSlow is record for a call that lowers the block's minimum, began

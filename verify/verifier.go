@@ -485,8 +485,11 @@ func (v *Verifier) Observe(o Observation) Found {
 		panic(fmt.Sprintf("verify: Snowflake IDs observed by a %s Verifier", v.kind))
 	}
 	is := v.call(&o)
-	if len(o.IDs) == 0 {
+	switch len(o.IDs) {
+	case 0:
 		return Found{}
+	case 1:
+		return v.observeOne(is, &o, o.IDs[0])
 	}
 	return v.observeIDs(is, &o)
 }
