@@ -35,7 +35,8 @@ response bodies of snowchaos serve forward as they are), optionally
 &issuer=NAME[&incarnation=N]; GET /v1/totals; POST /v1/stop; /metrics.
 It prints "listening on ADDR" and runs until SIGINT, SIGTERM, POST /v1/stop
 or --duration. Without --listen it reads the same lines on standard input
-until it ends. Either way it then prints its report.
+until it ends (or a signal stops it: exit 2 unless something was found).
+Either way it then prints its report.
 
 Every bad line is counted and named (batch, line, value); the valid lines
 beside it are still verified. Metrics (snowchaos_verify_*) are on /metrics
@@ -143,7 +144,18 @@ func runVerifyIn(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		}
 		<-ctx.Done()
 	} else {
-		_, runErr = s.Consume(stdin, sink.Labels{Stream: f.stream, Issuer: f.issuer})
+		// A signal ends the run even while standard input is still open:
+		// the report then covers what arrived, and says so.
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Consume(stdin, sink.Labels{Stream: f.stream, Issuer: f.issuer})
+			done <- err
+		}()
+		select {
+		case runErr = <-done:
+		case <-ctx.Done():
+			runErr = errors.New("stopped before standard input ended: the report covers what arrived")
+		}
 	}
 	shutdown(servers)
 	cancel()

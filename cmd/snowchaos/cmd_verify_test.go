@@ -193,6 +193,27 @@ func TestVerifyHTTP(t *testing.T) {
 	}
 }
 
+func TestVerifyStdinInterrupted(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb testenv.SyncBuffer
+	code := make(chan int, 1)
+	go func() { code <- runVerifyIn(ctx, nil, pr, &out, &errb) }()
+	if _, err := pw.Write([]byte("1\n2\n")); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // standard input stays open: the signal must still end the run
+	select {
+	case c := <-code:
+		if c != exitInvalid || !strings.Contains(errb.String(), "stopped before standard input ended") {
+			t.Fatalf("exit %d\n%s\n%s", c, out.String(), errb.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("verify did not stop on its context while standard input was open")
+	}
+}
+
 func TestVerifyDuration(t *testing.T) {
 	start := time.Now()
 	code, out, errs := runVerifyStdin(t, "", "--listen", "127.0.0.1:0", "--duration", "200ms", "--expect-ids", "0")
