@@ -327,15 +327,22 @@ func (s *Sink) observeLocked(ids *IDs, l Labels, start, end int64, res *BatchRes
 		add(v.Observe(o))
 		return nil
 	}
+	nodeOf := func(id generator.ID) int64 {
+		return int64(uint64(id)&^(1<<63)>>s.cfg.Layout.SeqBits) & s.cfg.Layout.MaxNode()
+	}
+	lastNode, is := int64(-2), verify.IssuerID(0)
 	for i := 0; i < len(all); {
-		node := s.cfg.Layout.Decode(all[i]).Node
+		node := nodeOf(all[i])
 		j := i + 1
-		for j < len(all) && s.cfg.Layout.Decode(all[j]).Node == node {
+		for j < len(all) && nodeOf(all[j]) == node {
 			j++
 		}
-		is, err := s.nodeLocked(node)
-		if err != nil {
-			return err
+		if node != lastNode {
+			var err error
+			if is, err = s.nodeLocked(node); err != nil {
+				return err
+			}
+			lastNode = node
 		}
 		o.Issuer, o.IDs = is, all[i:j]
 		add(v.Observe(o))
