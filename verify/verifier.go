@@ -179,17 +179,17 @@ func (f Found) Any() bool { return f.Duplicates+f.OrderViolations+f.RestartViola
 // harness's own IDs, take the 64-bit path (Observe): compressed per-issuer
 // Sets, no allocation per ID. UUIDs and ULIDs take the 128-bit path
 // (ObserveWide): one hash table holding each ID, its first issuer and
-// when, about 24 bytes plus 5 to 10 bytes of index per ID, nothing
+// when, about 24 bytes plus 11 to 22 bytes of index per ID, nothing
 // allocated per ID beyond the table's doubling. Strings (ObserveStrings)
 // are copied once into an arena, hashed, and compared byte for byte, so a
 // hash collision is never a false duplicate.
 //
 // It never reads a clock: all times come in Observations. Memory for
-// Snowflakes is the Set's few bytes per distinct ID, plus at most 40 bytes
+// Snowflakes is the Set's few bytes per distinct ID, plus at most 56 bytes
 // per 32 IDs or per TimeResolution of each issuer's calls for the time
-// records (about 1.3 bytes per ID at one ID per ms), plus bounded
-// histograms; for 128-bit IDs about 30 to 35 bytes per ID; for strings
-// about 25 plus their length. A Verifier is for one goroutine; see Concurrent
+// records (about 1.8 bytes per ID at one ID per ms), plus bounded
+// histograms; for 128-bit IDs about 35 to 46 bytes per ID; for strings
+// about 31 to 42 plus their length. A Verifier is for one goroutine; see Concurrent
 // for many.
 type Verifier struct {
 	kind    Kind
