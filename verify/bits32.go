@@ -59,6 +59,34 @@ func (b *bits32) appendMax(x uint32) {
 	b.last = c
 }
 
+// appendRun adds xs, ascending and above every value in the set; values
+// of the last container's key that fit its array go in one append.
+func (b *bits32) appendRun(xs []uint32) {
+	for len(xs) > 0 {
+		hi := uint16(xs[0] >> 16)
+		if b.last == nil || b.keys[len(b.keys)-1] != hi {
+			b.appendMax(xs[0])
+			xs = xs[1:]
+			continue
+		}
+		i := 1
+		for i < len(xs) && uint16(xs[i]>>16) == hi {
+			i++
+		}
+		if c := b.last; c.bm == nil && !c.isRuns && len(c.vals)+i <= arrayMax {
+			for _, x := range xs[:i] {
+				c.vals = append(c.vals, uint16(x))
+			}
+			c.n += int32(i)
+		} else {
+			for _, x := range xs[:i] {
+				c.appendMax(uint16(x))
+			}
+		}
+		xs = xs[i:]
+	}
+}
+
 // find returns the index of container hi, or where it belongs.
 func (b *bits32) find(hi uint16) (int, bool) {
 	if k := len(b.keys) - 1; k >= 0 && b.keys[k] == hi { // the usual case

@@ -6,28 +6,53 @@ import (
 	"testing/quick"
 )
 
-// checkBits32 applies ops to a bits32 and to a map: each value is
-// appended when above the maximum (as the Set does), else added anywhere;
-// every answer, and every member at the end, must agree.
+// checkBits32 applies ops to a bits32 and to a map: a run of values
+// each above the maximum is appended (as the Set drains: with appendRun,
+// or appendMax for odd positions), any other value added anywhere; every
+// answer, and every member at the end, must agree.
 func checkBits32(t testing.TB, vals []uint32) *bits32 {
 	t.Helper()
 	var b bits32
 	m := map[uint32]bool{}
 	var top uint32
-	for i, x := range vals {
+	for i := 0; i < len(vals); {
+		x := vals[i]
 		if got := b.contains(x); got != m[x] {
 			t.Fatalf("value #%d %#x: contains = %v, map %v", i, x, got, m[x])
 		}
 		if len(m) == 0 || x > top {
-			b.appendMax(x)
-			top = x
-		} else if fresh := b.add(x); fresh == m[x] {
+			j := i + 1
+			for j < len(vals) && j-i < pendCap && vals[j] > vals[j-1] {
+				j++
+			}
+			if i%2 == 0 {
+				b.appendRun(vals[i:j])
+			} else {
+				for _, y := range vals[i:j] {
+					b.appendMax(y)
+				}
+			}
+			for _, y := range vals[i:j] {
+				m[y] = true
+				if !b.contains(y) {
+					t.Fatalf("value %#x: not found after appending", y)
+				}
+			}
+			top = vals[j-1]
+			if b.max() != top {
+				t.Fatalf("max %#x != %#x", b.max(), top)
+			}
+			i = j
+			continue
+		}
+		if fresh := b.add(x); fresh == m[x] {
 			t.Fatalf("value #%d %#x: add fresh = %v, map seen = %v", i, x, fresh, m[x])
 		}
 		m[x] = true
 		if !b.contains(x) || b.max() != top {
 			t.Fatalf("value #%d %#x: not found after adding, or max %#x != %#x", i, x, b.max(), top)
 		}
+		i++
 	}
 	n := 0
 	for i, c := range b.ctrs {

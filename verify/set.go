@@ -180,23 +180,37 @@ func (s *Set) addSlow(id generator.ID) bool {
 
 // drain keys the pending IDs into the bitmaps. They are fresh (each was
 // above everything before it), and consecutive ones usually share a
-// bitmap, which is then looked up once.
+// bitmap, which is then looked up once and appended to in one run.
 func (s *Set) drain() {
 	var sl *slot
+	var run [pendCap]uint32 // keys' low halves above sl's maximum, ascending
+	nr := 0
 	for _, id := range s.pend[:s.npend] {
 		k := s.key(id)
 		hi, lo := uint32(k>>32), uint32(k)
 		if sl == nil || sl.hi != hi {
+			if nr > 0 {
+				sl.bm.appendRun(run[:nr])
+				nr = 0
+			}
 			if sl = s.slotOf(hi); sl.bm == nil || sl.hi != hi {
 				sl = s.load(hi)
 			}
 		}
 		if int64(lo) > sl.max {
 			sl.max = int64(lo)
-			sl.bm.appendMax(lo)
-		} else {
-			sl.bm.add(lo)
+			run[nr] = lo
+			nr++
+			continue
 		}
+		if nr > 0 {
+			sl.bm.appendRun(run[:nr])
+			nr = 0
+		}
+		sl.bm.add(lo)
+	}
+	if nr > 0 {
+		sl.bm.appendRun(run[:nr])
 	}
 	s.n += uint64(s.npend)
 	s.npend = 0
