@@ -19,13 +19,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/lease"
+	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
 	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
 	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 	"github.com/snowchaos/snowchaos/server"
@@ -212,7 +211,7 @@ func (t *Process) EndRun(ctx context.Context, run string) error {
 	}
 	var errs []error
 	for u := range r.pg {
-		errs = append(errs, dropSchema(ctx, u, r.schema))
+		errs = append(errs, leasepg.DropSchema(ctx, u, r.schema))
 	}
 	for u := range r.zk {
 		errs = append(errs, purgeRoot(ctx, u))
@@ -232,22 +231,6 @@ func purgeRoot(ctx context.Context, u string) error {
 	defer reg.Close()
 	if err := reg.Purge(ctx); err != nil {
 		return fmt.Errorf("deleting lease root %s: %w", u, err)
-	}
-	return nil
-}
-
-// dropSchema drops schema, and the lease table in it, from the database
-// at url.
-func dropSchema(ctx context.Context, url, schema string) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return fmt.Errorf("dropping lease schema %s: %w", schema, err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-		return fmt.Errorf("dropping lease schema %s: %w", schema, err)
 	}
 	return nil
 }
