@@ -45,6 +45,7 @@ fmt:
 
 include dashboards.mk
 include bench.mk
+include kube.mk
 
 clean:
 	rm -rf bin out

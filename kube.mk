@@ -1,0 +1,30 @@
+# The Kubernetes side (issue 17), included from the Makefile. The fleet
+# manifests and the Chaos Mesh export live in their own module under
+# deploy/kube, so the main module never depends on the Kubernetes or Chaos
+# Mesh API modules.
+#
+#   make kube-build                         build bin/snowchaos-kube (snowchaos export chaos-mesh runs it)
+#   make export-chaos-mesh SCENARIO=storm   print a scenario's Chaos Mesh Workflow (a file or a built-in name)
+#   make kube-manifests                     regenerate deploy/kube/manifests and the golden exports
+#   make kube-test                          vet and test the module (race detector on)
+KUBE_GO  ?= $(GO)
+KUBE_BIN := bin/snowchaos-kube
+
+.PHONY: kube-build kube-test kube-manifests export-chaos-mesh
+
+## kube-build: build bin/snowchaos-kube, which `snowchaos export chaos-mesh` runs (put bin/ on PATH)
+kube-build:
+	cd deploy/kube && CGO_ENABLED=0 $(KUBE_GO) build -trimpath -o ../../$(KUBE_BIN) ./cmd/snowchaos-kube
+
+## kube-test: vet and test the deploy/kube module (fleet manifests, Chaos Mesh export; race detector on)
+kube-test:
+	cd deploy/kube && $(KUBE_GO) vet ./... && $(KUBE_GO) test -race -count=1 ./...
+
+## kube-manifests: regenerate deploy/kube/manifests and deploy/kube/chaosmesh/testdata (review the diff)
+kube-manifests:
+	cd deploy/kube && $(KUBE_GO) test -count=1 ./fleet ./chaosmesh -update
+
+## export-chaos-mesh: print the Chaos Mesh Workflow of SCENARIO (a file, or a built-in name such as storm)
+export-chaos-mesh:
+	@test -n '$(SCENARIO)' || { echo "usage: make export-chaos-mesh SCENARIO=storm (or a path to a scenario file)"; exit 2; }
+	@cd deploy/kube && $(KUBE_GO) run ./cmd/snowchaos-kube export chaos-mesh $(if $(wildcard $(SCENARIO)),$(abspath $(SCENARIO)),$(SCENARIO))
