@@ -295,7 +295,9 @@ invariants: [duplicates == 0]
 // hand edit would and expects Chaos Mesh's validation to refuse each.
 func TestValidateCatchesBadWorkflows(t *testing.T) {
 	breaks := map[string]func(wf *cm.Workflow){
-		"missing child":       func(wf *cm.Workflow) { wf.Spec.Templates[0].Children = append(wf.Spec.Templates[0].Children, "nowhere") },
+		"missing child": func(wf *cm.Workflow) {
+			wf.Spec.Templates[0].Children = append(wf.Spec.Templates[0].Children, "nowhere")
+		},
 		"bad time offset":     func(wf *cm.Workflow) { timeChaos(wf).TimeChaos.TimeOffset = "five minutes" },
 		"suspend no deadline": func(wf *cm.Workflow) { suspend(wf).Deadline = nil },
 		"duration in chaos":   func(wf *cm.Workflow) { d := "1s"; timeChaos(wf).TimeChaos.Duration = &d },
