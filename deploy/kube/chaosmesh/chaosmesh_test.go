@@ -16,6 +16,7 @@ import (
 
 	"github.com/snowchaos/snowchaos/deploy/kube/chaosmesh"
 	"github.com/snowchaos/snowchaos/deploy/kube/fleet"
+	"github.com/snowchaos/snowchaos/deploy/kube/internal/crdcheck"
 	"github.com/snowchaos/snowchaos/deploy/kube/internal/kubecheck"
 	"github.com/snowchaos/snowchaos/deploy/kube/internal/kubeyaml"
 	"github.com/snowchaos/snowchaos/harness/scenario"
@@ -111,9 +112,14 @@ func suite(t *testing.T) []string {
 // TestSuiteExports exports every built-in scenario: each fault is mapped
 // or named with a reason, the Workflow passes Chaos Mesh's own validation,
 // the YAML reads back (strictly) into an equal Workflow, every clone's
-// container passes the container checks, and the output matches the
+// container passes the container checks, the Workflow validates against
+// the CRD's OpenAPI schema (package crdcheck), and the output matches the
 // golden file in testdata.
 func TestSuiteExports(t *testing.T) {
+	schema, err := crdcheck.Load(filepath.Join("..", "crd", "chaos-mesh.org_workflows.yaml"), "v1alpha1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, file := range suite(t) {
 		rel, _ := filepath.Rel(filepath.Join("..", "..", ".."), file)
 		t.Run(rel, func(t *testing.T) {
@@ -132,6 +138,9 @@ func TestSuiteExports(t *testing.T) {
 				t.Fatal(err)
 			}
 			roundTrip(t, buf.Bytes(), ex.Workflow)
+			if err := schema.Validate(ex.Workflow); err != nil {
+				t.Errorf("against the Workflow CRD's schema: %v", err)
+			}
 			for _, m := range ex.Incomplete() {
 				if !strings.Contains(buf.String(), m.Fault) || !strings.Contains(strings.Join(strings.Fields(strings.ReplaceAll(buf.String(), "#", "")), " "), m.Reason) {
 					t.Errorf("the output does not name %s with its reason", m.Fault)

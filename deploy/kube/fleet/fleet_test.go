@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/snowchaos/snowchaos/deploy/kube/fleet"
+	"github.com/snowchaos/snowchaos/deploy/kube/internal/crdcheck"
 	"github.com/snowchaos/snowchaos/deploy/kube/internal/kubecheck"
 	"github.com/snowchaos/snowchaos/deploy/kube/internal/kubeyaml"
 )
@@ -118,6 +119,22 @@ func TestManifestsRoundTrip(t *testing.T) {
 			if err := kubecheck.Objects(got); err != nil {
 				t.Errorf("the committed manifest does not validate:\n%v", err)
 			}
+			pm, err := crdcheck.Load(filepath.Join("..", "crd", "monitoring.coreos.com_podmonitors.yaml"), "v1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, o := range got {
+				if m, ok := o.(*monv1.PodMonitor); ok {
+					n++
+					if err := pm.Validate(m); err != nil {
+						t.Errorf("against the PodMonitor CRD's schema: %v", err)
+					}
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d PodMonitors, want 1", n)
+			}
 		})
 	}
 }
@@ -198,19 +215,28 @@ func sts(objs []any) *appsv1.StatefulSet {
 }
 
 // TestEnvNamesAreServeFlags checks every SNOWCHAOS_* variable of the node
-// container against the flags cmd/snowchaos/cmd_serve.go declares, so a
+// container against the flags cmd/snowchaos/cmd_serve*.go declare, so a
 // renamed flag cannot leave the manifests setting a variable nobody reads.
 func TestEnvNamesAreServeFlags(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "..", "..", "cmd", "snowchaos", "cmd_serve.go"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "cmd", "snowchaos", "cmd_serve*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	flags := map[string]bool{}
-	for _, m := range regexp.MustCompile(`fs\.\w+Var\(&f\.\w+, "([a-z-]+)"`).FindAllSubmatch(src, -1) {
-		flags["SNOWCHAOS_"+strings.ToUpper(strings.ReplaceAll(string(m[1]), "-", "_"))] = true
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`\.\w+Var\(&f\.\w+, "([a-z-]+)"`).FindAllSubmatch(src, -1) {
+			flags["SNOWCHAOS_"+strings.ToUpper(strings.ReplaceAll(string(m[1]), "-", "_"))] = true
+		}
 	}
 	if len(flags) < 10 {
-		t.Fatalf("found only %d serve flags in cmd_serve.go: the pattern is stale", len(flags))
+		t.Fatalf("found only %d serve flags in cmd/snowchaos/cmd_serve*.go: the pattern is stale", len(flags))
 	}
 	for _, store := range []fleet.Store{fleet.StorePostgres, fleet.StoreEtcd} {
 		c, _ := fleet.Config{Store: store}.WithDefaults()

@@ -83,8 +83,14 @@ func TestSnowchaosExportEndToEnd(t *testing.T) {
 		t.Skip("builds two binaries")
 	}
 	dir := t.TempDir()
-	for pkg, name := range map[string]string{"github.com/snowchaos/snowchaos/cmd/snowchaos": "snowchaos", ".": "snowchaos-kube"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
+	root, err := filepath.Abs(filepath.Join("..", "..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each binary is built in its own module.
+	for pkg, mod := range map[string]string{"./cmd/snowchaos": root, "./cmd/snowchaos-kube": filepath.Join(root, "deploy", "kube")} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, filepath.Base(pkg)), pkg)
+		cmd.Dir = mod
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 		}
