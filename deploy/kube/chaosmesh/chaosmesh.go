@@ -502,8 +502,8 @@ func (b *builder) restart(f scenario.Fault) {
 	t := cm.Template{Name: b.name(f.Name), Type: cm.TypePodChaos, Deadline: dur(OneShotDeadline), EmbedChaos: &cm.EmbedChaos{PodChaos: &spec}}
 	m := Mapping{Fault: f.Name, Kind: string(f.Kind), Line: f.Line, At: f.At, Status: Mapped, Templates: b.branch(f.Name, f.At, t),
 		Note: fmt.Sprintf("PodChaos pod-kill (grace period 0) of %s; the StatefulSet recreates the pod with its checkpoint volume, "+
-			"down for as long as that takes (seconds), not for %s: on a cluster a restart never lands in the same millisecond, "+
-			"so the checkpoint's start fence is exercised only when the clock is behind the mark", strings.Join(b.podNames(f.Nodes), ", "), f.For)}
+			"down for as long as that takes (seconds; %s): on a cluster a restart never lands in the same millisecond, "+
+			"so the checkpoint's start fence is exercised only when the clock is behind the mark", strings.Join(b.podNames(f.Nodes), ", "), downFor(f.For))}
 	var missing []string
 	if f.OffsetWhileDown != 0 {
 		missing = append(missing, fmt.Sprintf("offset_while_down %s: TimeChaos attaches to a running process, so the new process "+
@@ -517,6 +517,14 @@ func (b *builder) restart(f scenario.Fault) {
 		m.Status, m.Reason = Partial, strings.Join(missing, "; ")
 	}
 	b.add(m)
+}
+
+// downFor says how long the scenario keeps a restarted node down.
+func downFor(d time.Duration) string {
+	if d == 0 {
+		return "the scenario's node is back at once"
+	}
+	return "the scenario's is down for " + d.String()
 }
 
 // clone starts, for each node, a Task running the node pod's container
