@@ -4,7 +4,7 @@
 # Mesh API modules.
 #
 #   make kube-build                         build bin/snowchaos-kube (snowchaos export chaos-mesh runs it)
-#   make export-chaos-mesh SCENARIO=storm   print a scenario's Chaos Mesh Workflow (a file or a built-in name)
+#   make export-chaos-mesh SCENARIO=storm   print a scenario's Chaos Mesh Workflow (a file or a built-in name; builds bin/snowchaos-kube)
 #   make kube-manifests                     regenerate deploy/kube/manifests and the golden exports
 #   make kube-test                          vet and test the module (race detector on)
 #   make kube-crds                          regenerate deploy/kube/crd (the CRD schemas the tests validate against)
@@ -26,9 +26,10 @@ kube-manifests:
 	cd deploy/kube && $(KUBE_GO) test -count=1 ./fleet ./chaosmesh -update
 
 ## export-chaos-mesh: print the Chaos Mesh Workflow of SCENARIO (a file, or a built-in name such as storm)
-export-chaos-mesh:
-	@test -n '$(SCENARIO)' || { echo "usage: make export-chaos-mesh SCENARIO=storm (or a path to a scenario file)"; exit 2; }
-	@cd deploy/kube && $(KUBE_GO) run ./cmd/snowchaos-kube export chaos-mesh $(if $(wildcard $(SCENARIO)),$(abspath $(SCENARIO)),$(SCENARIO))
+export-chaos-mesh: kube-build
+	@case '$(origin SCENARIO)' in "command line"|environment*) ;; \
+	  *) echo "usage: make export-chaos-mesh SCENARIO=storm (a built-in name, or a path to a scenario file)"; exit 2;; esac
+	@$(KUBE_BIN) export chaos-mesh '$(SCENARIO)'
 
 # The CRDs the tests validate exported objects against, generated (without
 # descriptions) by controller-gen from the same pinned API modules the
