@@ -49,7 +49,7 @@ func openFileLimit() uint64 {
 // when none is idle it answers the newcomer 503 at once and closes it, so
 // a probe learns within a round trip that the node is saturated rather
 // than waiting in the accept queue. Its idea of idle comes from setIdle,
-// which the HTTP server's ConnState hook calls; it uses no net/http type.
+// which the HTTP servers' ConnState hooks call.
 type connLimiter struct {
 	net.Listener
 	max      int
@@ -59,6 +59,8 @@ type connLimiter struct {
 	mu struct {
 		sync.Mutex
 		open int
+		// conns holds every open connection not evicted.
+		conns map[*limitedConn]struct{}
 		// idle holds the idle connections, oldest first.
 		idle []*limitedConn
 	}
@@ -67,6 +69,7 @@ type connLimiter struct {
 // newConnLimiter wraps ln.
 func newConnLimiter(ln net.Listener, max int) *connLimiter {
 	l := &connLimiter{Listener: ln, max: max}
+	l.mu.conns = map[*limitedConn]struct{}{}
 	body := `{"error":"` + errUnavailable + `","detail":"connection limit ` + strconv.Itoa(max) +
 		` reached and every connection is busy: retry later (the limit is snowchaos serve --max-conns)"}` + "\n"
 	l.refusal = []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n" +
@@ -97,11 +100,13 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			evicted = l.evictIdleLocked()
 		}
 		l.mu.open++
+		lc := &limitedConn{Conn: c, l: l}
+		l.mu.conns[lc] = struct{}{}
 		l.mu.Unlock()
 		if evicted != nil {
 			evicted.Close() // before the next Accept takes another descriptor
 		}
-		return &limitedConn{Conn: c, l: l}, nil
+		return lc, nil
 	}
 }
 
@@ -133,7 +138,21 @@ func (l *connLimiter) evictIdleLocked() net.Conn {
 	l.mu.idle = l.mu.idle[1:]
 	c.idle, c.evicted = false, true
 	l.mu.open--
+	delete(l.mu.conns, c)
 	return c.Conn
+}
+
+// closeAll closes every open connection (a shutdown past its deadline).
+func (l *connLimiter) closeAll() {
+	l.mu.Lock()
+	conns := make([]net.Conn, 0, len(l.mu.conns))
+	for c := range l.mu.conns {
+		conns = append(conns, c.Conn)
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
 }
 
 // refuse answers c 503 and closes it, in the background and within
@@ -169,8 +188,22 @@ func (l *connLimiter) refuse(c net.Conn) {
 type limitedConn struct {
 	net.Conn
 	l *connLimiter
+	// head holds the bytes read to tell HTTP/2 from HTTP/1.1, returned
+	// first by Read. It is set before the connection is handed to a
+	// server and read only by that server.
+	head []byte
 	// Guarded by l.mu.
 	idle, evicted, closed bool
+}
+
+// Read returns what is left of head, then reads the connection.
+func (c *limitedConn) Read(p []byte) (int, error) {
+	if len(c.head) > 0 {
+		n := copy(p, c.head)
+		c.head = c.head[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
 }
 
 // setIdle records whether the connection is idle between requests.
@@ -212,6 +245,7 @@ func (c *limitedConn) Close() error {
 		}
 		if !c.evicted {
 			l.mu.open--
+			delete(l.mu.conns, c)
 		}
 	}
 	l.mu.Unlock()
