@@ -34,7 +34,7 @@ func wantsJSON(c *fasthttp.RequestCtx) bool {
 func setBody(c *fasthttp.RequestCtx, ct, body []byte) {
 	h := &c.Response.Header
 	h.SetContentTypeBytes(ct)
-	h.SetBytesKV(hdrCacheControl, valNoStore)
+	h.SetCanonical(hdrCacheControl, valNoStore)
 	c.SetBody(body)
 }
 

@@ -64,8 +64,8 @@ func writeErrorCtx(c *fasthttp.RequestCtx, code int, short, detail string) {
 	c.SetStatusCode(code)
 	h := &c.Response.Header
 	h.SetContentTypeBytes(ctJSON)
-	h.SetBytesKV(hdrCacheControl, valNoStore)
-	h.SetBytesKV(hdrNosniff, valNosniff)
+	h.SetCanonical(hdrCacheControl, valNoStore)
+	h.SetCanonical(hdrNosniff, valNosniff)
 	c.SetBody(errorJSON(short, detail))
 }
 

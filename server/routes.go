@@ -69,6 +69,7 @@ type endpoint struct {
 	name    string
 	span    string // the route in span names; "" for unknown paths
 	methods methods
+	get     handlerFunc // methods[GET], looked up without the map
 	allow   string
 	metrics *routeMetrics
 }
@@ -79,7 +80,7 @@ func (s *Server) endpoint(name string, m methods) *endpoint {
 	if name == routeOther {
 		span = ""
 	}
-	return &endpoint{name: name, span: span, methods: m, allow: m.allow(), metrics: s.metrics.route(name)}
+	return &endpoint{name: name, span: span, methods: m, get: m[http.MethodGet], allow: m.allow(), metrics: s.metrics.route(name)}
 }
 
 // routeOther is the route label of paths no route serves.
@@ -156,7 +157,10 @@ func (s *Server) route(rt *router) fasthttp.RequestHandler {
 			ctx, span = s.tracing.start(c, ep.span)
 		}
 		defer s.finish(c, ep, span)
-		h, ok := ep.methods[string(c.Method())]
+		h, ok := ep.get, ep.get != nil && c.IsGet()
+		if !ok {
+			h, ok = ep.methods[string(c.Method())]
+		}
 		if !ok {
 			h, ok = ep.methods["*"]
 		}
@@ -226,6 +230,7 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 type routeMetrics struct {
 	name     string
 	vec      *prometheus.CounterVec
+	ok       prometheus.Counter         // codes[200]
 	codes    map[int]prometheus.Counter // read-only after creation
 	duration prometheus.Observer
 }
@@ -236,12 +241,15 @@ func (m *httpMetrics) route(name string) *routeMetrics {
 	for _, c := range commonCodes {
 		rm.codes[c] = m.requests.WithLabelValues(name, strconv.Itoa(c))
 	}
+	rm.ok = rm.codes[http.StatusOK]
 	return rm
 }
 
 // observe counts one request.
 func (rm *routeMetrics) observe(code int, d time.Duration) {
-	if c, ok := rm.codes[code]; ok {
+	if code == http.StatusOK {
+		rm.ok.Inc()
+	} else if c, ok := rm.codes[code]; ok {
 		c.Inc()
 	} else {
 		rm.vec.WithLabelValues(rm.name, strconv.Itoa(code)).Inc()

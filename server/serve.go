@@ -150,6 +150,7 @@ func (sv *serving) sniff(c *limitedConn) {
 		sv.h2ln.push(c)
 		return
 	}
+	c.lazy = true // fasthttp sets deadlines and does I/O in one goroutine
 	sv.h1ln.push(c)
 }
 

@@ -8,11 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/internal/testenv"
 )
 
 // TestBudgetCtx checks the lazy request context: no timer until asked,
@@ -151,5 +153,101 @@ func TestHandlerMatchesServe(t *testing.T) {
 				t.Errorf("%s: served %s, embedded %s", what, b1, b2)
 			}
 		}
+	}
+}
+
+// TestLazyDeadline checks that a lazy deadline never fires later than
+// wanted, and never ends I/O before the wanted deadline when an earlier
+// one is still armed.
+func TestLazyDeadline(t *testing.T) {
+	pipe := func() (*limitedConn, net.Conn) {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return &limitedConn{Conn: a, lazy: true}, b
+	}
+	// Tightened: far, then near: the near one fires.
+	c, _ := pipe()
+	c.SetReadDeadline(time.Now().Add(time.Hour))
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	start := time.Now()
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past a tightened deadline: %v, want a timeout", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the 50 ms deadline fired after %v", took)
+	}
+	// Moved on: near, then far: the near one, still armed, fires and the
+	// read goes on until the peer writes.
+	c, peer := pipe()
+	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	armed := c.rd.armed
+	c.SetReadDeadline(time.Now().Add(time.Hour))
+	if !c.rd.armed.Equal(armed) {
+		t.Fatal("a later deadline was armed at once")
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 1))
+		got <- err
+	}()
+	// The peer writes once the armed deadline has passed (its own write
+	// blocks until the read takes the byte).
+	testenv.WaitFor(t, 10*time.Second, func() bool { return time.Now().After(armed.Add(20 * time.Millisecond)) }, "the armed deadline to pass")
+	if _, err := peer.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("read with the wanted deadline an hour away: %v", err)
+	}
+	// Writes: an early armed deadline is moved on too.
+	c, peer = pipe()
+	c.SetWriteDeadline(time.Now().Add(20 * time.Millisecond))
+	armed = c.wd.armed
+	c.SetWriteDeadline(time.Now().Add(time.Hour))
+	go func() {
+		// The peer reads once the armed deadline has passed.
+		testenv.Eventually(context.Background(), 10*time.Second, func() bool { return time.Now().After(armed.Add(20 * time.Millisecond)) })
+		io.ReadAll(peer)
+	}()
+	if n, err := c.Write(make([]byte, 100)); n != 100 || err != nil {
+		t.Fatalf("write with the wanted deadline an hour away: %d, %v", n, err)
+	}
+}
+
+// TestTimeouts checks the serving timeouts: an idle keep-alive
+// connection stays open until IdleTimeout (although the read deadline of
+// its last request fired long before) and is closed after it; a request
+// whose headers do not arrive within ReadHeaderTimeout is cut off.
+func TestTimeouts(t *testing.T) {
+	n := newNode(t, func(_ *generator.Settings, c *Config) {
+		c.ReadHeaderTimeout = 100 * time.Millisecond
+		c.ReadTimeout = 100 * time.Millisecond
+		c.IdleTimeout = 2 * time.Second
+	})
+	addr := strings.TrimPrefix(n.url, "http://")
+	c, br := dial(t, addr)
+	if code, body := rawGet(t, c, br, "/v1/id"); code != 200 {
+		t.Fatal(code, body)
+	}
+	// Still open 600 ms later: the client's read times out, not EOF.
+	c.SetReadDeadline(time.Now().Add(600 * time.Millisecond))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("an idle connection 600 ms after its request (idle timeout 2s): %v, want it open", err)
+	}
+	if code, body := rawGet(t, c, br, "/v1/id"); code != 200 {
+		t.Fatal(code, body)
+	}
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("an idle connection past its idle timeout: %v, want EOF (closed)", err)
+	}
+	// Headers that never end: the node answers 408 or closes, within
+	// seconds.
+	c, _ = dial(t, addr)
+	io.WriteString(c, "GET /v1/id HTTP/1.1\r\nHost: x\r\n")
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	b, err := io.ReadAll(c)
+	if err != nil || (len(b) > 0 && !strings.Contains(string(b), " 408 ")) {
+		t.Fatalf("unfinished headers: %q, %v; want a 408 or a close", b, err)
 	}
 }
