@@ -64,7 +64,7 @@ type connLimiter struct {
 		conns map[*limitedConn]struct{}
 		// idle lists the idle connections, oldest first (linked through
 		// limitedConn.prev and next, so a request moves one in O(1)).
-		idle struct{ head, tail *limitedConn }
+		idle  struct{ head, tail *limitedConn }
 		nIdle int
 	}
 }
