@@ -13,30 +13,45 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 )
 
-// benchHandler runs h on a reused request for path, b.N times.
-func benchHandler(b *testing.B, h fasthttp.RequestHandler, path string, accept string) {
+// The benchmarks here run their reference in the same run and report
+// x-<reference>: the subject's cost over the reference's (1.00: level).
+
+// pair times n runs of the reference, then n of the subject, and reports
+// both per op and the ratio as x-name. ns/op is the two together.
+func pair(b *testing.B, name string, ref, subject func(n int)) {
+	b.ReportAllocs()
+	start := time.Now()
+	ref(b.N)
+	mid := time.Now()
+	subject(b.N)
+	end := time.Now()
+	r, s := float64(mid.Sub(start))/float64(b.N), float64(end.Sub(mid))/float64(b.N)
+	b.ReportMetric(s, "subject-ns/op")
+	b.ReportMetric(r, name+"-ns/op")
+	b.ReportMetric(s/r, "x-"+name)
+}
+
+// handlerLoop returns a loop running h n times on a reused request.
+func handlerLoop(b *testing.B, h fasthttp.RequestHandler, path string) func(n int) {
 	var c fasthttp.RequestCtx
 	var req fasthttp.Request
 	req.SetRequestURI(path)
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
 	c.Init(&req, nil, nil)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		c.Response.Reset()
-		h(&c)
-		if c.Response.StatusCode() != 200 {
-			b.Fatalf("%d %s", c.Response.StatusCode(), c.Response.Body())
+	return func(n int) {
+		for range n {
+			c.Response.Reset()
+			h(&c)
+			if c.Response.StatusCode() != 200 {
+				b.Fatalf("%d %s", c.Response.StatusCode(), c.Response.Body())
+			}
 		}
 	}
 }
 
-// BenchmarkRouteID compares the node's whole request path for GET /v1/id
-// (routing, metrics, the generator, the body) without a network with a
-// handler that answers a constant, the cost fasthttp's bare server adds:
-// the difference is what the node adds per request.
+// BenchmarkRouteID runs the node's whole request path for GET /v1/id
+// (routing, metrics, the generator, the body) without a network, against
+// a handler answering a constant with the same headers: the difference is
+// what the node adds to a bare fasthttp server per request.
 func BenchmarkRouteID(b *testing.B) {
 	gen, err := generator.New(generator.Settings{Node: 1})
 	if err != nil {
@@ -48,87 +63,13 @@ func BenchmarkRouteID(b *testing.B) {
 		b.Fatal(err)
 	}
 	body := []byte("7230000000000000001\n")
-	b.Run("node", func(b *testing.B) { benchHandler(b, srv.main, "/v1/id", "") })
-	b.Run("constant", func(b *testing.B) {
-		benchHandler(b, func(c *fasthttp.RequestCtx) {
-			c.Response.Header.SetContentTypeBytes(ctText)
-			c.Response.Header.SetBytesKV(hdrCacheControl, valNoStore)
-			c.SetBody(body)
-		}, "/v1/id", "")
-	})
-}
-
-// benchLoopback sends b.N GET /v1/id requests over loopback keep-alive
-// connections (8 at a time, fasthttp's client) to a server on ln.
-func benchLoopback(b *testing.B, addr string) {
-	hc := &fasthttp.HostClient{Addr: addr, MaxConns: 8}
-	defer hc.CloseIdleConnections()
-	b.SetParallelism(4)
-	b.ReportAllocs()
-	cpu0 := processCPU()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-		req.SetRequestURI("http://" + addr + "/v1/id")
-		for pb.Next() {
-			if err := hc.Do(req, resp); err != nil || resp.StatusCode() != 200 {
-				b.Errorf("%v %d", err, resp.StatusCode())
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
-}
-
-// processCPU is the CPU time the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// BenchmarkLoopbackID compares GET /v1/id over loopback TCP on the node
-// (Serve) with bare fasthttp servers answering a constant: with default
-// settings, and with the node's timeouts. Client and servers share the
-// process, so only the differences between the rows mean something.
-func BenchmarkLoopbackID(b *testing.B) {
-	gen, err := generator.New(generator.Settings{Node: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer gen.Close()
-	srv, err := New(Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	url := serveOn(b, srv)
-	body := []byte("7230000000000000001\n")
-	constant := func(c *fasthttp.RequestCtx) {
-		c.Response.Header.SetContentTypeBytes(ctText)
-		c.Response.Header.SetBytesKV(hdrCacheControl, valNoStore)
-		c.SetBody(body)
-	}
-	bare := func(s *fasthttp.Server) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		go s.Serve(ln)
-		b.Cleanup(func() { s.Shutdown() })
-		return ln.Addr().String()
-	}
-	plain := bare(&fasthttp.Server{Handler: constant, NoDefaultServerHeader: true})
-	timed := bare(&fasthttp.Server{Handler: constant, NoDefaultServerHeader: true, ReadTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second})
-	for range 3 {
-		b.Run("node", func(b *testing.B) { benchLoopback(b, strings.TrimPrefix(url, "http://")) })
-		b.Run("fasthttp", func(b *testing.B) { benchLoopback(b, plain) })
-		b.Run("fasthttp-timeouts", func(b *testing.B) { benchLoopback(b, timed) })
-	}
+	constant := func(c *fasthttp.RequestCtx) { setBody(c, ctText, body) }
+	pair(b, "constant", handlerLoop(b, constant, "/v1/id"), handlerLoop(b, srv.main, "/v1/id"))
 }
 
 // BenchmarkAppendIDList encodes a 4,096-ID batch (one tick's worth) into
-// a reused buffer, in text and JSON, beside the floor of copying a body
-// of the same size: per op, the encoding cost of one /v1/ids?count=4096.
+// a reused buffer, in text and JSON, against copying a body of the same
+// size: the encoding cost of one /v1/ids?count=4096 over its floor.
 func BenchmarkAppendIDList(b *testing.B) {
 	gen, err := generator.New(generator.Settings{Node: 1})
 	if err != nil {
@@ -140,23 +81,97 @@ func BenchmarkAppendIDList(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, asJSON := range []bool{false, true} {
-		name := map[bool]string{false: "text", true: "json"}[asJSON]
 		body := AppendIDList(nil, ids, asJSON)
-		b.Run(name, func(b *testing.B) {
-			var buf []byte
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for range b.N {
-				buf = AppendIDList(buf[:0], ids, asJSON)
-			}
-		})
-		b.Run(name+"-copy", func(b *testing.B) {
-			buf := make([]byte, len(body))
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for range b.N {
-				copy(buf, body)
-			}
+		b.Run(map[bool]string{false: "text", true: "json"}[asJSON], func(b *testing.B) {
+			buf := make([]byte, 0, len(body)+4096)
+			pair(b, "copy",
+				func(n int) {
+					for range n {
+						buf = append(buf[:0], body...)
+					}
+				},
+				func(n int) {
+					for range n {
+						buf = AppendIDList(buf[:0], ids, asJSON)
+					}
+				})
 		})
 	}
+}
+
+// processCPU is the CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loopback returns a loop sending n GET /v1/id requests over 8 loopback
+// keep-alive connections (fasthttp's client) to addr.
+func loopback(b *testing.B, addr string) func(n int) {
+	hc := &fasthttp.HostClient{Addr: addr, MaxConns: 8}
+	b.Cleanup(hc.CloseIdleConnections)
+	return func(n int) {
+		work := make(chan struct{}, n)
+		for range n {
+			work <- struct{}{}
+		}
+		close(work)
+		done := make(chan struct{})
+		for range 8 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+				defer fasthttp.ReleaseRequest(req)
+				defer fasthttp.ReleaseResponse(resp)
+				req.SetRequestURI("http://" + addr + "/v1/id")
+				for range work {
+					if err := hc.Do(req, resp); err != nil || resp.StatusCode() != 200 {
+						b.Errorf("%v %d", err, resp.StatusCode())
+						return
+					}
+				}
+			}()
+		}
+		for range 8 {
+			<-done
+		}
+	}
+}
+
+// BenchmarkLoopbackID sends GET /v1/id over loopback TCP to the node
+// (Serve) and to a bare fasthttp server answering a constant, and
+// reports the process's CPU time per request of each and their ratio
+// (x-fasthttp). Client and servers share the process, so the ratio
+// understates the node's: it is a quick check, loadbench the measure.
+func BenchmarkLoopbackID(b *testing.B) {
+	gen, err := generator.New(generator.Settings{Node: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer gen.Close()
+	srv, err := New(Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	node := strings.TrimPrefix(serveOn(b, srv), "http://")
+	body := []byte("7230000000000000001\n")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	bare := &fasthttp.Server{NoDefaultServerHeader: true, Handler: func(c *fasthttp.RequestCtx) { setBody(c, ctText, body) }}
+	go bare.Serve(ln)
+	b.Cleanup(func() { bare.Shutdown() })
+	refLoop, nodeLoop := loopback(b, ln.Addr().String()), loopback(b, node)
+	b.ReportAllocs()
+	c0 := processCPU()
+	refLoop(b.N)
+	c1 := processCPU()
+	nodeLoop(b.N)
+	c2 := processCPU()
+	r, s := float64(c1-c0)/float64(b.N), float64(c2-c1)/float64(b.N)
+	b.ReportMetric(s, "subject-cpu-ns/op")
+	b.ReportMetric(r, "fasthttp-cpu-ns/op")
+	b.ReportMetric(s/r, "x-fasthttp")
 }
