@@ -51,7 +51,7 @@ func (s *Server) newServing(lim *connLimiter, h fasthttp.RequestHandler, nh http
 	sv := &serving{s: s, lim: lim, h1ln: newChanListener(lim.Addr()), h2ln: newChanListener(lim.Addr())}
 	sv.h1 = &fasthttp.Server{
 		Handler:      h,
-		ErrorHandler: s.requestError(lim),
+		ErrorHandler: s.requestError,
 		ConnState: func(c net.Conn, st fasthttp.ConnState) {
 			if lc, ok := c.(*limitedConn); ok && (st == fasthttp.StateIdle || st == fasthttp.StateActive) {
 				lc.setIdle(st == fasthttp.StateIdle)
@@ -184,21 +184,19 @@ func (sv *serving) shutdown(ctx context.Context) error {
 // for a body beyond MaxBodyBytes (after draining some of it, so the client
 // reads the answer), 431 for headers beyond 16 KiB, 408 for a timeout,
 // else 400.
-func (s *Server) requestError(lim *connLimiter) func(c *fasthttp.RequestCtx, err error) {
-	return func(c *fasthttp.RequestCtx, err error) {
-		var small *fasthttp.ErrSmallBuffer
-		var ne net.Error
-		switch {
-		case errors.Is(err, fasthttp.ErrBodyTooLarge):
-			writeErrorCtx(c, http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("body exceeds %d bytes", s.cfg.MaxBodyBytes))
-			drain(c.Conn(), c.Request.Header.ContentLength())
-		case errors.As(err, &small):
-			writeErrorCtx(c, http.StatusRequestHeaderFieldsTooLarge, errBadRequest, fmt.Sprintf("request line and headers exceed %d bytes", maxHeaderBytes))
-		case errors.As(err, &ne) && ne.Timeout():
-			writeErrorCtx(c, http.StatusRequestTimeout, errBadRequest, "request not received in time")
-		default:
-			writeErrorCtx(c, http.StatusBadRequest, errBadRequest, "malformed request: "+err.Error())
-		}
+func (s *Server) requestError(c *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		writeErrorCtx(c, http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("body exceeds %d bytes", s.cfg.MaxBodyBytes))
+		drain(c.Conn(), c.Request.Header.ContentLength())
+	case errors.As(err, &small):
+		writeErrorCtx(c, http.StatusRequestHeaderFieldsTooLarge, errBadRequest, fmt.Sprintf("request line and headers exceed %d bytes", maxHeaderBytes))
+	case errors.As(err, &ne) && ne.Timeout():
+		writeErrorCtx(c, http.StatusRequestTimeout, errBadRequest, "request not received in time")
+	default:
+		writeErrorCtx(c, http.StatusBadRequest, errBadRequest, "malformed request: "+err.Error())
 	}
 }
 

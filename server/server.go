@@ -288,9 +288,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) AdminEnabled() bool { return s.admin != nil }
 
 // Serve serves on main (and the admin API on admin, when non-nil; else on
-// main) until ctx is done, then shuts down gracefully: listeners close at
-// once, in-flight requests finish (bounded by ShutdownTimeout), and Serve
-// returns nil. Every ID a handler obtained from the generator is thus
+// main) until ctx is done: HTTP/1.1 with fasthttp, h2c connections with
+// net/http (see the package doc). It then shuts down gracefully:
+// listeners close at once, idle connections are closed, in-flight
+// requests finish (bounded by ShutdownTimeout; past it every connection is
+// closed), and Serve returns nil. Every ID a handler obtained from the generator is thus
 // written to its client before Serve returns. Serve fails with
 // ErrAdminRemote, before serving anything, when the admin API would listen
 // on a non-loopback address without AdminAllowRemote.
