@@ -412,7 +412,7 @@ func (n *serveNode) serve(ctx context.Context, stdout, stderr io.Writer) int {
 	srv := n.srv.Load()
 	st := srv.Generator().Settings()
 	n.log.Info("serving", "worker", st.Node, "layout", st.Layout.Name, "epoch", st.Layout.Epoch.Format(time.RFC3339),
-		"policy", st.Policy.String(), "max_wait", st.MaxWait, "admin", srv.AdminHandler() != nil, "max_conns", srv.MaxConns())
+		"policy", st.Policy.String(), "max_wait", st.MaxWait, "admin", srv.AdminEnabled(), "max_conns", srv.MaxConns())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	if adminLn != nil {
 		fmt.Fprintf(stdout, "admin listening on %s\n", adminLn.Addr())
