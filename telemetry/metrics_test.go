@@ -189,6 +189,9 @@ func TestEveryKnownLabelValueFromTheStart(t *testing.T) {
 		"snowflake_lease_expiry_timestamp_seconds":    1,
 		"snowflake_lease_renewals_total":              3,
 		"snowflake_lease_handoff_wait_seconds":        1,
+		"snowflake_lease_peer_clock_skew_seconds":     1,
+		"snowflake_lease_peer_clock_peers":            1,
+		"snowflake_lease_peer_clock_refusals_total":   1,
 		"snowchaos_ids_checked_total":                 1,
 		"snowchaos_duplicates_total":                  1,
 		"snowchaos_order_violations_total":            1,
@@ -237,6 +240,7 @@ func fullRegistry(t *testing.T) *prometheus.Registry {
 	lm.SetExpiry(time.Unix(1_800_000_000, 0))
 	lm.ObserveRenewal(telemetry.RenewalOK)
 	lm.ObserveHandoffWait(30 * time.Millisecond)
+	lm.ObservePeerCheck(-20*time.Millisecond, 2, false)
 	h.Begin(telemetry.ScenarioInfo{Scenario: "step", Target: "inprocess",
 		Windows: []telemetry.FaultWindow{{Name: "back-50ms", Kind: "step"}}, Invariants: []string{"no_duplicates"}})
 	h.FaultInjected("step")
@@ -442,6 +446,7 @@ func TestNilSafe(t *testing.T) {
 	l.SetExpiry(time.Now())
 	l.ObserveRenewal(telemetry.RenewalOK)
 	l.ObserveHandoffWait(time.Second)
+	l.ObservePeerCheck(time.Second, 1, true)
 	var h *telemetry.HarnessMetrics
 	h.Begin(telemetry.ScenarioInfo{})
 	h.AddChecked(1)
