@@ -88,10 +88,10 @@ type KeeperConfig struct {
 	// median of its live peers' clocks when the Keeper acquires its first
 	// lease (TryAcquire, Acquire, Start): the Keeper lists the store's
 	// leases, estimates each live peer's clock from the report its holder
-	// made with its last renewal (Lease.ClockAt), and, when the median
-	// skew exceeds the bound plus the measurement's uncertainty, releases
-	// the lease and fails with a *PeerClockSkewError (ErrPeerClockSkew)
-	// before the generator issues anything. Without live peers it starts
+	// made with its last renewal (Lease.EstimatedClock), and, when the
+	// median skew exceeds the bound plus the measurement's uncertainty,
+	// releases the lease and fails with a *PeerClockSkewError
+	// (ErrPeerClockSkew) before the generator issues anything. Without live peers it starts
 	// (the Event says so). Zero: DefaultPeerClockMaxSkew; negative: no
 	// check (for negative controls); at most MaxPeerClockSkew. Leases
 	// acquired again after a loss, while the node runs, are not checked.

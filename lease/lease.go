@@ -2,13 +2,17 @@
 // ever issue Snowflake IDs with the same worker ID.
 //
 // A Registry grants, renews and releases leases on a range of worker IDs;
-// the memory backend lives here, lease/postgres and lease/etcd hold the
-// others, and lease/leasetest is the conformance suite all of them pass. A
-// Keeper holds one lease for a node, renews it, and is the generator's
-// Fence and Checkpointer: the generator issues only while the Keeper holds
-// an unexpired lease by its own monotonic clock, and a new holder starts
-// only after the previous holder's mark (the handoff guard), which the
-// Keeper records in the store before the generator issues past it.
+// the memory backend lives here, lease/postgres, lease/etcd and
+// lease/zookeeper hold the others, and lease/leasetest is the conformance
+// suite all of them pass. A Keeper holds one lease for a node, renews it,
+// and is the generator's Fence and Checkpointer: the generator issues only
+// while the Keeper holds an unexpired lease by its own monotonic clock, and
+// a new holder starts only after the previous holder's mark (the handoff
+// guard), which the Keeper records in the store before the generator
+// issues past it. Holders report their clocks through the store, and
+// before its first ID a Keeper compares its clock with the median of its
+// live peers' and refuses to start when it is too far off (the peer clock
+// check, peerclock.go; docs/leases.md).
 //
 // Time in this package comes only through generator.Clock; functions of
 // time take the time they are given (Lease.ExpiredAt).
@@ -41,7 +45,7 @@ import (
 //     the store's time of receipt, and List tells each held lease's
 //     report and its age by the store's clock (Lease.ReportedMs,
 //     ReportAge), so a reader can estimate every live holder's clock
-//     without trusting its own (see Lease.ClockAt).
+//     without trusting its own (see Lease.EstimatedClock).
 type Registry interface {
 	// Acquire grants a lease on one worker ID in req.Range, in this order
 	// of preference: the worker ID this holder held last if it is free (or
@@ -192,13 +196,13 @@ type Lease struct {
 // ExpiredAt reports whether l has expired at store time now.
 func (l Lease) ExpiredAt(now time.Time) bool { return !now.Before(l.LeasedUntil) }
 
-// ClockAt estimates, from a List entry, the holder's wall clock at the
+// EstimatedClock estimates, from a List entry, the holder's wall clock at the
 // store's now during that List call: ReportedMs plus ReportAge, the
 // holder's clock carried forward at the store's rate. It is off by the
 // ReportAgeError, the delay between the holder's reading and the
 // store's receipt of it (at most its store round trip), and the rate
 // difference of the two clocks over ReportAge; false without a report.
-func (l Lease) ClockAt() (time.Time, bool) {
+func (l Lease) EstimatedClock() (time.Time, bool) {
 	if l.ReportedMs <= 0 {
 		return time.Time{}, false
 	}

@@ -67,7 +67,7 @@ type PeerClock struct {
 	WorkerID int64
 	Holder   string
 	// Clock is the peer's wall clock estimated for the store's now during
-	// the List call (Lease.ClockAt).
+	// the List call (Lease.EstimatedClock).
 	Clock time.Time
 	// Skew is this node's clock at that moment minus Clock.
 	Skew time.Duration
@@ -83,7 +83,7 @@ func ComparePeers(ls []Lease, self Lease, now time.Time, rtt, bound time.Duratio
 	pc := PeerCheck{Bound: bound}
 	var worst time.Duration
 	for _, l := range ls {
-		clock, ok := l.ClockAt()
+		clock, ok := l.EstimatedClock()
 		if !ok || l.WorkerID == self.WorkerID || l.Holder == self.Holder {
 			continue
 		}
