@@ -91,10 +91,11 @@ type KeeperConfig struct {
 	// made with its last renewal (Lease.EstimatedClock), and, when the
 	// median skew exceeds the bound plus the measurement's uncertainty,
 	// releases the lease and fails with a *PeerClockSkewError
-	// (ErrPeerClockSkew) before the generator issues anything. Without live peers it starts
-	// (the Event says so). Zero: DefaultPeerClockMaxSkew; negative: no
-	// check (for negative controls); at most MaxPeerClockSkew. Leases
-	// acquired again after a loss, while the node runs, are not checked.
+	// (ErrPeerClockSkew) before the generator issues anything. Without
+	// live peers it starts (the Event says so). Zero:
+	// DefaultPeerClockMaxSkew; negative: no check (for negative controls);
+	// at most MaxPeerClockSkew. Leases the renewal loop acquires again
+	// after a loss, while the node runs, are not checked.
 	PeerClockMaxSkew time.Duration
 	// PauseThreshold is how far the wall clock may jump ahead of the
 	// monotonic clock (compared with the last renewal) before the Keeper
