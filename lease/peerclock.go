@@ -78,16 +78,29 @@ type PeerClock struct {
 // call and rtt the call's duration by its monotonic clock. Entries of
 // self's worker ID or holder (this node's own lease, or a crashed earlier
 // incarnation of it) are no peers, nor are entries without a report
-// (released, expired, or written by a release without reports).
+// (released, expired, or written by a release without reports). A holder
+// with several live leases (one it lost track of and one it acquired
+// since) is one peer, compared by its freshest report.
 func ComparePeers(ls []Lease, self Lease, now time.Time, rtt, bound time.Duration) PeerCheck {
 	pc := PeerCheck{Bound: bound}
-	var worst time.Duration
+	var holders []string
+	best := map[string]Lease{}
 	for _, l := range ls {
-		clock, ok := l.EstimatedClock()
-		if !ok || l.WorkerID == self.WorkerID || l.Holder == self.Holder {
+		if l.ReportedMs <= 0 || l.WorkerID == self.WorkerID || l.Holder == self.Holder {
 			continue
 		}
-		pc.Peers = append(pc.Peers, PeerClock{WorkerID: l.WorkerID, Holder: l.Holder, Clock: clock, Skew: now.Sub(clock)})
+		if b, dup := best[l.Holder]; !dup {
+			holders = append(holders, l.Holder)
+		} else if b.ReportAge <= l.ReportAge {
+			continue
+		}
+		best[l.Holder] = l
+	}
+	var worst time.Duration
+	for _, h := range holders {
+		l := best[h]
+		clock, _ := l.EstimatedClock()
+		pc.Peers = append(pc.Peers, PeerClock{WorkerID: l.WorkerID, Holder: h, Clock: clock, Skew: now.Sub(clock)})
 		worst = max(worst, l.ReportAgeError+time.Duration(float64(l.ReportAge)*PeerClockRateError))
 	}
 	if len(pc.Peers) == 0 {

@@ -45,6 +45,11 @@ func TestComparePeers(t *testing.T) {
 			{WorkerID: 6, Holder: "gone", LastIssuedMs: 123456}, // released
 		}},
 		{name: "agrees", ls: peers(0, 3*time.Millisecond, -2*time.Millisecond), peers: 3},
+		{name: "a holder with two leases is one peer, by its freshest report", ls: []lease.Lease{
+			peerEntry(1, "p", now, 0, time.Second, 0),
+			peerEntry(2, "twice", now, 10*time.Second, 8*time.Second, 0), // an old lease it lost track of
+			peerEntry(3, "twice", now, 0, time.Second, 0),
+		}, peers: 2},
 		{name: "ten seconds behind", ls: peers(10*time.Second, 10*time.Second, 10*time.Second), peers: 3, skew: -10 * time.Second, refused: true},
 		{name: "ten seconds ahead", ls: peers(-10*time.Second, -10*time.Second), peers: 2, skew: 10 * time.Second, refused: true},
 		{name: "one peer off: the majority rules", ls: peers(0, time.Hour, 0), peers: 3},
