@@ -503,7 +503,7 @@ func (osSystem) delNS(name string) error {
 	return err
 }
 func (osSystem) guardExists(p netip.Prefix) bool { return guardExists(p) }
-func (osSystem) delGuard(p netip.Prefix) error  { return delGuard(p) }
+func (osSystem) delGuard(p netip.Prefix) error   { return delGuard(p) }
 
 func nsExists(name string) bool {
 	_, err := os.Stat(filepath.Join("/run/netns", name))
