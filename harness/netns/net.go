@@ -120,8 +120,9 @@ type Net struct {
 		sync.Mutex
 		rec    record
 		hosts  map[string]*Host
-		order  []*Host
-		closed bool
+		order   []*Host
+		servers []*Server
+		closed  bool
 	}
 }
 
@@ -337,7 +338,8 @@ func (n *Net) Hosts() []*Host {
 	return append([]*Host(nil), n.mu.order...)
 }
 
-// Close removes everything the run created: its namespaces (and with them
+// Close removes everything the run created: the servers started on it
+// (see StartPostgres), its namespaces (and with them
 // every link, address and nftables rule in them), the guard route and the
 // record; then checks that none of it is left. It is idempotent.
 func (n *Net) Close() error {
@@ -347,10 +349,15 @@ func (n *Net) Close() error {
 		return nil
 	}
 	n.mu.closed = true
-	hosts := n.mu.order
+	hosts, servers := n.mu.order, n.mu.servers
 	n.mu.Unlock()
 	ctx := context.Background()
 	var errs []error
+	for _, s := range servers {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for i := len(hosts) - 1; i >= 0; i-- {
 		h := hosts[i]
 		if h.fd != nil {

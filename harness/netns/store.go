@@ -37,6 +37,9 @@ type Server struct {
 	dir    string
 	exited chan struct{}
 	log    *logTail
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Store ports inside a store's namespace (its own stack: they collide
@@ -70,7 +73,7 @@ func PostgresBinDir() (string, error) {
 
 // StartPostgres initialises a cluster in a new temporary directory (owned
 // by the postgres user, as the server refuses to run as root) and runs it
-// on h, listening on h's address only, trust authentication, no fsync
+// on h, listening on h's address only (the network's Close stops it), trust authentication, no fsync
 // (the run's data is thrown away), reachable from the run's subnet only.
 // The URL's database is postgres.
 func StartPostgres(ctx context.Context, h *Host) (*Server, error) {
@@ -121,7 +124,7 @@ func StartPostgres(ctx context.Context, h *Host) (*Server, error) {
 	if err := s.start(ctx, "ready to accept connections"); err != nil {
 		return fail(err)
 	}
-	return s, nil
+	return s, h.net.adopt(s)
 }
 
 // StartEtcd runs an etcd member on h (bin, or $SNOWCHAOS_ETCD_BIN, or etcd
@@ -154,7 +157,7 @@ func StartEtcd(ctx context.Context, h *Host, bin string) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	return s, nil
+	return s, h.net.adopt(s)
 }
 
 // start runs s.cmd in its own process group and waits until ready: until
@@ -229,6 +232,18 @@ func (s *Server) pollHealth(ctx context.Context, ready func()) {
 	}
 }
 
+// adopt makes n.Close close s; a closed n closes it at once.
+func (n *Net) adopt(s *Server) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.closed {
+		s.Close()
+		return ErrClosed
+	}
+	n.mu.servers = append(n.mu.servers, s)
+	return nil
+}
+
 // kill ends the server's process group at once and waits for it.
 func (s *Server) kill() {
 	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
@@ -236,8 +251,13 @@ func (s *Server) kill() {
 }
 
 // Close stops the server (SIGTERM, then after 10 s SIGKILL to its process
-// group) and deletes its data directory.
+// group) and deletes its data directory. It is idempotent.
 func (s *Server) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Server) close() error {
 	select {
 	case <-s.exited:
 	default:
