@@ -600,6 +600,10 @@ func (l *lifecycle) measure(sl *slot, effect time.Duration) (string, bool) {
 // host's link to it) answers unavailable.
 func (l *lifecycle) storeOutage(fi int) {
 	f := l.s.Faults[fi]
+	if sf, ok := l.tgt.(target.StoreFaulter); ok {
+		l.cutTargetStore(sf, fi)
+		return
+	}
 	if l.leases == nil {
 		l.unconfirmed(fi, "the run has no lease store")
 		return
@@ -608,7 +612,11 @@ func (l *lifecycle) storeOutage(fi int) {
 	if f.Partition {
 		for _, name := range f.Nodes {
 			link := l.storeOf(l.slot(name).host)
-			link.cut.Store(true)
+			if f.Direction == "inbound" {
+				link.deaf.Store(true)
+			} else {
+				link.cut.Store(true)
+			}
 			cut = append(cut, link)
 		}
 	} else {
@@ -623,6 +631,9 @@ func (l *lifecycle) storeOutage(fi int) {
 	what := "lease store down"
 	if f.Partition {
 		what = strings.Join(f.Nodes, ", ") + " cut off from the lease store"
+		if f.Direction != "" && f.Direction != "both" {
+			what += " (" + f.Direction + " only)"
+		}
 	}
 	l.detail(fi, fmt.Sprintf("%s for %s", what, scenario.FormatDuration(f.For)))
 	if l.cuts == nil {
@@ -634,11 +645,16 @@ func (l *lifecycle) storeOutage(fi int) {
 
 // storeBack ends store outage fi.
 func (l *lifecycle) storeBack(fi int) {
+	if sf, ok := l.tgt.(target.StoreFaulter); ok {
+		l.healTargetStore(sf, fi)
+		return
+	}
 	if !l.s.Faults[fi].Partition {
 		l.leases.SetAvailable(true)
 	}
 	for _, link := range l.cuts[fi] {
 		link.cut.Store(false)
+		link.deaf.Store(false)
 		if _, err := link.List(l.ctx); err != nil {
 			l.unconfirmed(fi, "lease store did not come back: "+err.Error())
 			return

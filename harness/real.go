@@ -2,12 +2,14 @@ package harness
 
 import (
 	"container/heap"
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/target"
 )
 
 // realDriver runs a run on the wall clock: the lifecycle's events in the
@@ -109,6 +111,15 @@ func (d *realDriver) spawn(c *client, t time.Duration) {
 // runReal runs r on the wall clock: the nodes' hosts share the system
 // clock, each under its own fault clock.
 func runReal(r *run, res *Result) {
+	if b, ok := r.tgt.(target.RunBeginner); ok {
+		if err := b.BeginRun(r.ctx, r.runID); err != nil {
+			res.Error = "preparing the run: " + err.Error()
+			if re, ok := r.tgt.(target.RunEnder); ok {
+				_ = re.EndRun(context.Background(), r.runID)
+			}
+			return
+		}
+	}
 	clk := generator.SystemClock()
 	wall0, mono0 := clk.Now()
 	d := &realDriver{clk: clk, mono: mono0}

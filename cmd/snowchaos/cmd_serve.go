@@ -72,6 +72,7 @@ type serveFlags struct {
 	faultClock              bool
 	tracingServiceName      string
 	leaseSchema, leaseTable string
+	noFence                 bool // settable only in a -tags negativecontrols build
 }
 
 // newServeFlagSet declares serve's flags on a new FlagSet.
@@ -105,6 +106,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "start with the wall clock stepped by this much (implies --fault-clock)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.tracingServiceName, "service-name", "snowchaos-serve", "OpenTelemetry service.name fallback (tracing is on when OTEL_EXPORTER_OTLP_ENDPOINT is set)")
+	addFenceControl(fs, f)
 	return fs
 }
 
@@ -230,7 +232,7 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 			return nil, fmt.Errorf("registering lease metrics: %v", err)
 		}
 		nc.LeaseMetrics = lc.MustNode("")
-		nc.Lease = &node.Lease{Registry: store, Holder: f.holder, TTL: f.leaseTTL}
+		nc.Lease = &node.Lease{Registry: store, Holder: f.holder, TTL: f.leaseTTL, Controls: node.Controls{NoFence: f.noFence}}
 	}
 	actx, acancel := context.WithTimeout(ctx, 2*f.leaseTTL+5*time.Second)
 	n.node, err = node.New(actx, nc)

@@ -884,7 +884,7 @@ func (p *parser) simulation(n *yaml.Node) Simulation {
 	return sim
 }
 
-var faultKeys = []string{"name", "at", "kind", "nodes", "by", "for", "window", "ppm", "keep_checkpoint", "offset_while_down", "behind", "gap", "same_holder", "observe"}
+var faultKeys = []string{"name", "at", "kind", "nodes", "by", "for", "window", "ppm", "keep_checkpoint", "offset_while_down", "behind", "gap", "same_holder", "observe", "direction"}
 
 // faultParams lists, per kind, the parameters it takes and which of them
 // it requires.
@@ -901,7 +901,7 @@ var faultParams = map[Kind]struct{ allowed, required []string }{
 	KindHandoff: {[]string{"behind", "gap"}, nil},
 	KindRevert:  {nil, nil},
 	// Without nodes the whole store is down; with nodes, only their hosts lose it.
-	KindStoreOutage: {[]string{"for"}, []string{"for"}},
+	KindStoreOutage: {[]string{"for", "direction"}, []string{"for"}},
 }
 
 func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
@@ -1009,6 +1009,18 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 			f.All = true
 			for _, nd := range s.Nodes {
 				f.Nodes = append(f.Nodes, nd.Name)
+			}
+		}
+		if e, ok := m["direction"]; ok {
+			if v, ok := p.scalar(e.val, path+".direction", "both, outbound or inbound"); ok {
+				switch {
+				case v != "both" && v != "outbound" && v != "inbound":
+					p.errorf(e.val, path+".direction", "unknown direction %q: want both, outbound (what the nodes send the store is lost) or inbound (what it sends them)", v)
+				case !f.Partition:
+					p.errorf(e.val, path+".direction", "a direction needs nodes: only a partition has one")
+				default:
+					f.Direction = v
+				}
 			}
 		}
 		if f.Kind == KindHandoff && len(f.Nodes) != 1 {
