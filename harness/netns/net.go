@@ -118,8 +118,8 @@ type Net struct {
 
 	mu struct {
 		sync.Mutex
-		rec    record
-		hosts  map[string]*Host
+		rec     record
+		hosts   map[string]*Host
 		order   []*Host
 		servers []*Server
 		closed  bool

@@ -391,4 +391,3 @@ func (n *nsNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 // Clock implements target.Node (the process node's, through its admin
 // API from the control namespace).
 func (n *nsNode) Clock() target.ClockControl { return n.procNode.Clock() }
-
