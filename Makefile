@@ -48,6 +48,7 @@ include dashboards.mk
 include bench.mk
 include mutants.mk
 include exec.mk
+include multihost.mk
 
 clean:
 	rm -rf bin out

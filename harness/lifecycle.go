@@ -580,13 +580,27 @@ func (l *lifecycle) measure(sl *slot, effect time.Duration) (string, bool) {
 	if ctl == nil {
 		return "clock not controllable", false
 	}
+	// The node reads its offset at some instant during the call: in real
+	// mode, while a pause or freeze moves the offset, the shadow's offsets
+	// at the call's start and end bracket what it may answer.
+	first := sl.host.shadow.Offset()
 	got, err := ctl.Offset(l.ctx)
 	if err != nil {
 		return "offset unreadable: " + err.Error(), false
 	}
 	want := sl.host.shadow.Offset()
-	d := max(got-want, want-got)
+	lo, hi := min(first, want), max(first, want)
+	var d time.Duration
+	switch {
+	case got < lo:
+		d = lo - got
+	case got > hi:
+		d = got - hi
+	}
 	if d > l.tol {
+		if lo != hi {
+			return fmt.Sprintf("offset %s, want %s to %s", scenario.FormatDuration(got), scenario.FormatDuration(lo), scenario.FormatDuration(hi)), false
+		}
 		return fmt.Sprintf("offset %s, want %s", scenario.FormatDuration(got), scenario.FormatDuration(want)), false
 	}
 	if max(effect, -effect) < 2*l.tol {

@@ -1,0 +1,131 @@
+//go:build linux
+
+package remote
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/snowchaos/snowchaos/harness"
+	"github.com/snowchaos/snowchaos/harness/netns"
+	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/internal/testenv"
+	"github.com/snowchaos/snowchaos/internal/testenv/pgtest"
+)
+
+// netnsPrereqs skips (outside CI) or fails (CI=true) unless this machine
+// can run the netns targets: root with ip netns, nftables, the Postgres
+// server binaries and the oracle's Postgres. It returns a snowchaos built
+// with -tags negativecontrols (for fence: off) and the etcd helper.
+func netnsPrereqs(t *testing.T) (snowchaos, etcd string) {
+	t.Helper()
+	if err := netns.Available(); err != nil {
+		testenv.Missing(t, "%v", err)
+	}
+	testenv.LookPath(t, "nft")
+	if _, err := netns.PostgresBinDir(); err != nil {
+		testenv.Missing(t, "%v", err)
+	}
+	pgtest.Connect(t) // the oracle's
+	dir := t.TempDir()
+	snowchaos, etcd = filepath.Join(dir, "snowchaos"), filepath.Join(dir, "netns-etcd")
+	for _, b := range [][]string{
+		{"build", "-tags", "negativecontrols", "-o", snowchaos, "github.com/snowchaos/snowchaos/cmd/snowchaos"},
+		{"build", "-o", etcd, "github.com/snowchaos/snowchaos/harness/netns/etcdserver"},
+	} {
+		if out, err := exec.Command("go", b...).CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(b, " "), err, out)
+		}
+	}
+	return snowchaos, etcd
+}
+
+// runNamespaces lists the namespaces of netns runs on the machine now.
+func runNamespaces() []string {
+	var out []string
+	ents, _ := os.ReadDir("/run/netns")
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), netns.Prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestNetnsScenarios runs scenarios/multihost: the lease scenarios (store
+// outage, partitions both ways and one way, a pause past the TTL, a
+// handoff) with Postgres and with etcd as the store, each node, the store
+// and each load client in a namespace of its own and the kernel cutting
+// the store off; the negative controls (fence off, a handoff without a
+// lease, a duplicate planted across two clients) are caught; the Postgres
+// oracle agrees with the verifier on every run; and every namespace the
+// runs created is gone at the end.
+func TestNetnsScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the multihost scenarios take about two minutes")
+	}
+	snowchaos, etcd := netnsPrereqs(t)
+	t.Setenv(EnvBinary, snowchaos)
+	t.Setenv(netns.EnvEtcd, etcd)
+	before := runNamespaces()
+	files, err := filepath.Glob("../../../scenarios/multihost/*.yaml")
+	if err != nil || len(files) < 6 {
+		t.Fatalf("scenario files: %v %v", files, err)
+	}
+	var suite []*scenario.Scenario
+	for _, f := range files {
+		s, err := scenario.ParseFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		suite = append(suite, s)
+	}
+	if err := harness.Prepare(suite, harness.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := harness.Run(context.Background(), suite, harness.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stores := map[string]bool{}
+	for _, sr := range rep.Scenarios {
+		for _, r := range sr.Runs {
+			t.Logf("%s / %s: %s (%d IDs, %d duplicates)", sr.Name, r.Target, r.Verdict, r.Figures.IDs, r.Figures.Duplicates)
+			if r.Verdict != harness.Pass {
+				t.Errorf("%s / %s: verdict %s, error %q, checks %+v, faults %+v", sr.Name, r.Target, r.Verdict, r.Error, r.Checks, r.Faults)
+			}
+			if r.Target == "inprocess" {
+				continue
+			}
+			stores[r.Target] = true
+			i := slices.IndexFunc(r.Checks, func(c harness.Check) bool { return strings.HasPrefix(c.Expr, "postgres oracle") })
+			if i < 0 || r.Checks[i].Verdict != harness.Pass || r.Checks[i].Info {
+				t.Errorf("%s / %s: no passing oracle check in %+v", sr.Name, r.Target, r.Checks)
+			} else if sr.Name == "multihost-two-clients-duplicate" && !strings.Contains(r.Checks[i].Observed, "to clients [0 1]") {
+				t.Errorf("%s: the oracle does not name both clients: %s", sr.Name, r.Checks[i].Observed)
+			}
+			for _, f := range r.Faults {
+				if f.Kind != string(scenario.KindStoreOutage) {
+					continue
+				}
+				if !slices.ContainsFunc(f.Detail, func(d string) bool { return strings.Contains(d, "via nftables") }) ||
+					!slices.ContainsFunc(f.Detail, func(d string) bool { return strings.Contains(d, "delay via") }) {
+					t.Errorf("%s / %s: fault %s does not say which path it took: %q", sr.Name, r.Target, f.Name, f.Detail)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"postgres", "etcd", "postgres-unfenced", "postgres-no-lease"} {
+		if !stores[want] {
+			t.Errorf("no run of target %s", want)
+		}
+	}
+	if after := runNamespaces(); len(after) > len(before) {
+		t.Errorf("namespaces left after the runs: %v (before: %v)", after, before)
+	}
+}
