@@ -127,6 +127,7 @@ type lifecycle struct {
 type probe struct {
 	fi, si int
 	before time.Duration // shadow offset before the fault
+	slack  time.Duration // how long applying a time-dependent fault took
 }
 
 // changed publishes every slot's state and the live set, after an event
@@ -454,12 +455,22 @@ func (l *lifecycle) clockFault(fi int) {
 			l.unconfirmed(fi, sl.name+": clock not controllable")
 			continue
 		}
+		sent := l.d.now()
 		if err := ctl.Apply(l.ctx, cf); err != nil {
 			l.unconfirmed(fi, sl.name+": "+err.Error())
 			continue
 		}
+		// A fault whose offset grows with time (a freeze, pause, smear,
+		// slew or drift) landed on the node at some instant during the
+		// call, the shadow's at its start: the measurement allows for
+		// the call's length (zero in simulated time).
+		var slack time.Duration
+		switch f.Kind {
+		case scenario.KindFreeze, scenario.KindPause, scenario.KindSmear, scenario.KindSlew, scenario.KindDrift:
+			slack = l.d.now() - sent
+		}
 		d := l.probeDelay(f, before)
-		l.probes = append(l.probes, probe{fi: fi, si: sl.idx, before: before})
+		l.probes = append(l.probes, probe{fi: fi, si: sl.idx, before: before, slack: slack})
 		switch {
 		case l.simulated() && (f.Kind == scenario.KindFreeze || f.Kind == scenario.KindPause):
 			// A freeze or pause ends: measure it now, before a request
@@ -557,22 +568,28 @@ func (l *lifecycle) probe(pi int) {
 	p := l.probes[pi]
 	sl := l.slots[p.si]
 	sl.host.advance(l.d.now())
-	l.confirm(p.fi, sl, sl.host.shadow.Offset()-p.before)
+	l.confirmWithin(p.fi, sl, sl.host.shadow.Offset()-p.before, p.slack)
 }
 
 // confirm compares a node's measured clock offset with its shadow's and
 // records the outcome in fault fi's result: unconfirmed unless the two
 // agree within the tolerance and the fault's effect was measurable.
 func (l *lifecycle) confirm(fi int, sl *slot, effect time.Duration) {
-	detail, ok := l.measure(sl, effect)
+	l.confirmWithin(fi, sl, effect, 0)
+}
+
+// confirmWithin is confirm with slack added to the tolerance.
+func (l *lifecycle) confirmWithin(fi int, sl *slot, effect, slack time.Duration) {
+	detail, ok := l.measure(sl, effect, slack)
 	l.detail(fi, sl.name+": "+detail)
 	if !ok {
 		l.faults[fi].Confirmed = false
 	}
 }
 
-// measure reads the node's offset and compares it with the shadow's.
-func (l *lifecycle) measure(sl *slot, effect time.Duration) (string, bool) {
+// measure reads the node's offset and compares it with the shadow's,
+// within the tolerance plus slack.
+func (l *lifecycle) measure(sl *slot, effect, slack time.Duration) (string, bool) {
 	if sl.node == nil {
 		return "node not running: " + sl.downReason, false
 	}
@@ -597,7 +614,7 @@ func (l *lifecycle) measure(sl *slot, effect time.Duration) (string, bool) {
 	case got > hi:
 		d = got - hi
 	}
-	if d > l.tol {
+	if d > l.tol+slack {
 		if lo != hi {
 			return fmt.Sprintf("offset %s, want %s to %s", scenario.FormatDuration(got), scenario.FormatDuration(lo), scenario.FormatDuration(hi)), false
 		}

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -505,12 +506,38 @@ func (osSystem) alive(pid int, start uint64) bool {
 	return ok && s == start
 }
 func (osSystem) nsExists(name string) bool { return nsExists(name) }
+func (osSystem) killIn(name string) error  { return killIn(name) }
 func (osSystem) delNS(name string) error {
 	_, err := run(context.Background(), nil, "ip", "netns", "del", name)
 	return err
 }
 func (osSystem) guardExists(p netip.Prefix) bool { return guardExists(p) }
 func (osSystem) delGuard(p netip.Prefix) error   { return delGuard(p) }
+
+// killIn kills every process in namespace name (ip netns pids), by PID,
+// and waits up to 10 s until none is left.
+func killIn(name string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := run(context.Background(), nil, "ip", "netns", "pids", name)
+		if err != nil {
+			return err
+		}
+		pids := strings.Fields(string(out))
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("netns: processes %v still in %s", pids, name)
+		}
+		for _, p := range pids {
+			if pid, err := strconv.Atoi(p); err == nil && pid > 1 && pid != os.Getpid() {
+				unix.Kill(pid, unix.SIGKILL)
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // the kernel reaps them; ip netns pids is the only way to ask
+	}
+}
 
 func nsExists(name string) bool {
 	_, err := os.Stat(filepath.Join("/run/netns", name))

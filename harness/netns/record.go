@@ -28,6 +28,7 @@ type record struct {
 	Subnet     string   `json:"subnet"`
 	Route      bool     `json:"route"` // the guard route may exist
 	Namespaces []string `json:"namespaces"`
+	Dirs       []string `json:"dirs,omitempty"` // the store servers' data directories
 }
 
 // owns reports whether namespace name is one the record's run may have
@@ -92,6 +93,16 @@ func readRecords(dir string) (recs []*record, bad []string, err error) {
 	return recs, bad, nil
 }
 
+// dirPrefix starts the name of every data directory a run's servers
+// create (in the temporary directory).
+const dirPrefix = "snowchaos-netns-"
+
+// ownedDir reports whether d is a directory a run may have created: an
+// absolute path whose last element starts with dirPrefix.
+func ownedDir(d string) bool {
+	return filepath.IsAbs(d) && strings.HasPrefix(filepath.Base(d), dirPrefix) && filepath.Clean(d) == d
+}
+
 // validID reports whether id is a run ID: 6 lowercase hex digits.
 func validID(id string) bool {
 	if len(id) != 6 {
@@ -137,6 +148,9 @@ func procStart(pid int) (uint64, bool) {
 type system interface {
 	alive(pid int, start uint64) bool
 	nsExists(name string) bool
+	// killIn kills (SIGKILL, by PID) every process in namespace name and
+	// waits until none is left.
+	killIn(name string) error
 	delNS(name string) error
 	guardExists(subnet netip.Prefix) bool
 	delGuard(subnet netip.Prefix) error
@@ -154,8 +168,10 @@ type SweepResult struct {
 }
 
 // sweep removes what the records in dir say a dead owner left behind:
-// only namespaces the record lists and that carry its run's prefix, and
-// the guard route of its subnet; then the record. Runs whose owner lives
+// only namespaces the record lists and that carry its run's prefix (after
+// killing the processes still in them, which only the run started), the
+// guard route of its subnet and its servers' data directories; then the
+// record. Runs whose owner lives
 // are left alone (their subnets are reported as in use).
 func sweep(sys system, dir string) (SweepResult, error) {
 	var res SweepResult
@@ -179,6 +195,11 @@ func sweep(sys system, dir string) (SweepResult, error) {
 			if !r.owns(ns) || !sys.nsExists(ns) {
 				continue
 			}
+			if err := sys.killIn(ns); err != nil {
+				errs = append(errs, err)
+				failed = true
+				continue
+			}
 			if err := sys.delNS(ns); err != nil {
 				errs = append(errs, err)
 				failed = true
@@ -193,6 +214,17 @@ func sweep(sys system, dir string) (SweepResult, error) {
 			} else {
 				res.Removed = append(res.Removed, "route unreachable "+subnet.String())
 			}
+		}
+		for _, d := range r.Dirs {
+			if !ownedDir(d) {
+				continue
+			}
+			if err := os.RemoveAll(d); err != nil {
+				errs = append(errs, err)
+				failed = true
+				continue
+			}
+			res.Removed = append(res.Removed, "directory "+d)
 		}
 		if failed {
 			continue // keep the record: the next sweep tries again

@@ -16,11 +16,16 @@ type fakeSystem struct {
 	ns      map[string]bool
 	guards  map[netip.Prefix]bool
 	deleted []string
+	killed  []string
 	failDel string
 }
 
 func (f *fakeSystem) alive(pid int, start uint64) bool { s, ok := f.live[pid]; return ok && s == start }
 func (f *fakeSystem) nsExists(n string) bool           { return f.ns[n] }
+func (f *fakeSystem) killIn(n string) error {
+	f.killed = append(f.killed, n)
+	return nil
+}
 func (f *fakeSystem) delNS(n string) error {
 	if n == f.failDel {
 		return errors.New("busy")
@@ -38,8 +43,13 @@ func (f *fakeSystem) delGuard(p netip.Prefix) error {
 
 func TestSweep(t *testing.T) {
 	dir := t.TempDir()
+	tmp := t.TempDir()
+	pgDir, strange := filepath.Join(tmp, "snowchaos-netns-pg-1"), filepath.Join(tmp, "keep-me")
+	os.Mkdir(pgDir, 0o755)
+	os.Mkdir(strange, 0o755)
 	dead := &record{ID: "aaaaaa", PID: 100, PIDStart: 7, Subnet: "10.5.5.0/24", Route: true,
-		Namespaces: []string{"sc-aaaaaa-hub", "sc-aaaaaa-a", "sc-bbbbbb-a", "other"}}
+		Namespaces: []string{"sc-aaaaaa-hub", "sc-aaaaaa-a", "sc-bbbbbb-a", "other"},
+		Dirs:       []string{pgDir, strange, "relative/snowchaos-netns-x"}}
 	reused := &record{ID: "cccccc", PID: 200, PIDStart: 1, Subnet: "10.6.6.0/24", Route: true,
 		Namespaces: []string{"sc-cccccc-hub"}} // PID 200 now belongs to another process
 	live := &record{ID: "dddddd", PID: 300, PIDStart: 9, Subnet: "10.7.7.0/24", Route: true,
@@ -70,6 +80,16 @@ func TestSweep(t *testing.T) {
 		if !sys.ns[n] {
 			t.Errorf("sweep removed %s", n)
 		}
+	}
+	if _, err := os.Stat(pgDir); !os.IsNotExist(err) {
+		t.Errorf("a dead run's data directory kept: %v", err)
+	}
+	if _, err := os.Stat(strange); err != nil {
+		t.Errorf("sweep removed a directory without the run's prefix: %v", err)
+	}
+	slices.Sort(sys.killed)
+	if want := []string{"sc-aaaaaa-a", "sc-aaaaaa-hub", "sc-cccccc-hub"}; !slices.Equal(sys.killed, want) {
+		t.Errorf("killed the processes of %v, want %v", sys.killed, want)
 	}
 	if !sys.guards[netip.MustParsePrefix("10.7.7.0/24")] {
 		t.Error("sweep removed a live run's route")

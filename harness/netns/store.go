@@ -87,13 +87,16 @@ func StartPostgres(ctx context.Context, h *Host) (*Server, error) {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	dir, err := os.MkdirTemp("", "snowchaos-netns-pg-")
+	dir, err := os.MkdirTemp("", dirPrefix+"pg-")
 	if err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
+	}
+	if err := h.net.recordDir(dir); err != nil {
+		return fail(err)
 	}
 	if err := os.Chown(dir, uid, gid); err != nil {
 		return fail(err)
@@ -141,8 +144,12 @@ func StartEtcd(ctx context.Context, h *Host, bin string) (*Server, error) {
 		}
 		bin = p
 	}
-	dir, err := os.MkdirTemp("", "snowchaos-netns-etcd-")
+	dir, err := os.MkdirTemp("", dirPrefix+"etcd-")
 	if err != nil {
+		return nil, err
+	}
+	if err := h.net.recordDir(dir); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	addr := netip.AddrPortFrom(h.Addr, EtcdPort)
@@ -230,6 +237,15 @@ func (s *Server) pollHealth(ctx context.Context, ready func()) {
 		case <-tick.C:
 		}
 	}
+}
+
+// recordDir adds a server's data directory to the run's record before
+// anything is written in it, so that a crashed run's is removed too.
+func (n *Net) recordDir(dir string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.mu.rec.Dirs = append(n.mu.rec.Dirs, dir)
+	return n.mu.rec.write(n.dir)
 }
 
 // adopt makes n.Close close s; a closed n closes it at once.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snowchaos/snowchaos/harness"
 	"github.com/snowchaos/snowchaos/harness/netns"
@@ -45,13 +46,39 @@ func netnsPrereqs(t *testing.T) (snowchaos, etcd string) {
 	return snowchaos, etcd
 }
 
-// runNamespaces lists the namespaces of netns runs on the machine now.
+// runNamespaces lists the namespaces of the netns targets' runs on the
+// machine now: those of runs that have a control, client or node-host
+// namespace (the netns package's own tests, which may run at the same
+// time, make none of these).
 func runNamespaces() []string {
-	var out []string
+	var all []string
+	ours := map[string]bool{} // run IDs
 	ents, _ := os.ReadDir("/run/netns")
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), netns.Prefix) {
-			out = append(out, e.Name())
+		name, ok := strings.CutPrefix(e.Name(), netns.Prefix)
+		if !ok || len(name) < 8 {
+			continue
+		}
+		all = append(all, e.Name())
+		if host := name[7:]; host == "ctl" || strings.HasPrefix(host, "client") || strings.HasPrefix(host, "n-") {
+			ours[name[:6]] = true
+		}
+	}
+	var out []string
+	for _, n := range all {
+		if ours[n[len(netns.Prefix):len(netns.Prefix)+6]] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// newNamespaces returns the namespaces in after that are not in before.
+func newNamespaces(before, after []string) []string {
+	var out []string
+	for _, n := range after {
+		if !slices.Contains(before, n) {
+			out = append(out, n)
 		}
 	}
 	return out
@@ -125,7 +152,47 @@ func TestNetnsScenarios(t *testing.T) {
 			t.Errorf("no run of target %s", want)
 		}
 	}
-	if after := runNamespaces(); len(after) > len(before) {
-		t.Errorf("namespaces left after the runs: %v (before: %v)", after, before)
+	if left := newNamespaces(before, runNamespaces()); len(left) > 0 {
+		t.Errorf("namespaces left after the runs: %v", left)
+	}
+}
+
+// TestNetnsInterrupted: a run interrupted by SIGINT (snowchaos run, the
+// way a user stops it) still removes every namespace and its record.
+func TestNetnsInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a multihost run")
+	}
+	snowchaos, _ := netnsPrereqs(t)
+	before := runNamespaces()
+	cmd := exec.Command(snowchaos, "run", "../../../scenarios/multihost/two-clients.yaml")
+	cmd.Env = append(os.Environ(), EnvBinary+"="+snowchaos)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	// Interrupt once the run's nodes serve (a node host's namespace exists).
+	started := testenv.Eventually(context.Background(), 60*time.Second, func() bool {
+		return slices.ContainsFunc(newNamespaces(before, runNamespaces()), func(n string) bool { return strings.HasSuffix(n, "-n-b") })
+	})
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-exited:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("snowchaos run did not end within 60s of SIGINT:\n%s", out.String())
+	}
+	if !started {
+		t.Fatalf("the run never started its nodes:\n%s", out.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 2 {
+		t.Errorf("exit code %d after SIGINT, want 2 (interrupted):\n%s", code, out.String())
+	}
+	if left := newNamespaces(before, runNamespaces()); len(left) > 0 {
+		t.Errorf("namespaces left after SIGINT: %v", left)
 	}
 }
