@@ -6,7 +6,7 @@ PKGS      ?= ./...
 TESTFLAGS ?= -race -count=1 -timeout 25m
 BIN       := bin/snowchaos
 
-.PHONY: all run run-http test test-short bench bench-peers lint build fmt vet clean dashboards up down chaos
+.PHONY: all run run-http test test-short deps docs samples bench bench-peers lint build fmt vet clean dashboards up down chaos
 
 all: lint test
 
@@ -19,10 +19,26 @@ run:
 run-http:
 	$(GO) run ./internal/testenv/zktest/withzk -addr 127.0.0.1:2181 -- $(GO) run ./cmd/snowchaos run scenarios/http
 
-## test: every test, race detector on (CI=true turns missing services into failures)
+## test: every test, race detector on (CI=true turns missing services into failures);
+## ends with how many tests skipped, why, and the command that installs what is missing
+test: SHELL := /bin/bash
+test: .SHELLFLAGS := -o pipefail -c
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test $(TESTFLAGS) $(PKGS)
+	$(GO) build -o bin/testsummary ./internal/testsummary
+	$(GO) test -json $(TESTFLAGS) $(PKGS) | bin/testsummary -missing "$$(.ci/run missing)" -install "make deps"
+
+## deps: install the Debian packages the integration tests use (prometheus, chrony, chromium, ...), only those missing
+deps:
+	.ci/run deps
+
+## docs: regenerate docs/metrics.md from what the commands serve, and the samples (make test fails when either is stale)
+docs: samples
+	$(GO) test -count=1 -run '^TestMetricsReference$$' ./cmd/snowchaos -update-docs
+
+## samples: rerun the command of every <!-- sample: snowchaos ... --> region in the markdown files and rewrite its output
+samples:
+	$(GO) run ./internal/samples
 
 ## test-short: unit tests only
 test-short:

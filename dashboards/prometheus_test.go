@@ -20,6 +20,7 @@ import (
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness"
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/internal/testenv"
 	"github.com/snowchaos/snowchaos/lease"
@@ -351,7 +352,7 @@ func startScenario(ctx context.Context, t *testing.T) (addr string, done <-chan 
 	reg := telemetry.NewRegistry()
 	opts := harness.Options{
 		Mode:       scenario.ModeReal,
-		Metrics:    telemetry.NewHarnessMetrics(),
+		Metrics:    metrics.New(),
 		Generators: telemetry.NewGeneratorCollector(telemetry.Options{PerNode: true}),
 	}
 	reg.MustRegister(opts.Metrics, opts.Generators)

@@ -14,7 +14,9 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/snowchaos/snowchaos/dashboards"
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/ntpcheck/chronytest"
 	"github.com/snowchaos/snowchaos/server"
@@ -58,10 +60,10 @@ func liveMetricNames(t *testing.T) map[string]bool {
 	lm := lc.MustNode("")
 	lm.SetState(telemetry.LeaseHeld)
 
-	hm := telemetry.NewHarnessMetrics()
-	hm.Begin(telemetry.ScenarioInfo{
+	hm := metrics.New()
+	hm.Begin(metrics.ScenarioInfo{
 		Scenario: "names", Target: "in-process",
-		Windows:    []telemetry.FaultWindow{{Name: "step", Kind: telemetry.FaultStep}},
+		Windows:    []metrics.FaultWindow{{Name: "step", Kind: faults.KindStep}},
 		Invariants: []string{"no_duplicates"},
 	})
 
@@ -197,7 +199,7 @@ func TestQueriesParseAndNameLiveMetrics(t *testing.T) {
 		for _, n := range names {
 			used[n] = true
 			if !live[n] {
-				t.Errorf("%s: metric %s is not exported by any snowchaos collector (renamed? see telemetry/METRICS.md)", q, n)
+				t.Errorf("%s: metric %s is not exported by any snowchaos collector (renamed? see docs/metrics.md)", q, n)
 			}
 		}
 	}

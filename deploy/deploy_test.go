@@ -14,6 +14,7 @@ import (
 
 	"github.com/snowchaos/snowchaos/deploy"
 	"github.com/snowchaos/snowchaos/deploy/composetest"
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/telemetry"
 	"github.com/snowchaos/snowchaos/telemetry/promtest"
@@ -147,7 +148,7 @@ func TestAlertsReadExportedMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	gc := telemetry.NewGeneratorCollector(telemetry.Options{})
 	lc := telemetry.NewLeaseCollector(telemetry.Options{})
-	reg.MustRegister(gc, lc, telemetry.NewHarnessMetrics())
+	reg.MustRegister(gc, lc, metrics.New())
 	gc.MustNode("")
 	lc.MustNode("")
 	mfs, err := reg.Gather()

@@ -3,6 +3,7 @@ package faults
 import (
 	"math"
 	"math/bits"
+	"time"
 )
 
 // mulDiv returns a*b/c truncated toward zero, computed exactly in 128 bits.
@@ -48,6 +49,36 @@ func satAdd(a, b int64) int64 {
 	}
 	return s
 }
+
+// satSub returns a-b saturated to the int64 range.
+func satSub(a, b int64) int64 {
+	s := a - b
+	if b < 0 && s < a {
+		return math.MaxInt64
+	}
+	if b > 0 && s > a {
+		return math.MinInt64
+	}
+	return s
+}
+
+// unixNano returns t as Unix ns, clamped to the int64 range (years 1678
+// to 2262), where time.Time.UnixNano is undefined.
+func unixNano(t time.Time) int64 {
+	switch {
+	case t.Before(minTime):
+		return math.MinInt64
+	case t.After(maxTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// minTime and maxTime are the instants unixNano represents exactly.
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
 
 // ppb converts a rate in parts per million to integer parts per billion,
 // rounded to nearest and clamped to [lo, hi]. NaN becomes 0 before clamping.

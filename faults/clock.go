@@ -12,18 +12,6 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 )
 
-// Kinds of fault, as reported in Active.Kind.
-const (
-	KindStep   = "step"
-	KindFreeze = "freeze"
-	KindLeap   = "leap"
-	KindSmear  = "smear"
-	KindSlew   = "slew"
-	KindDrift  = "drift"
-	KindPause  = "pause"
-	KindJitter = "jitter"
-)
-
 // DefaultSlewPPM is the slew rate Slew uses when given 0: the Linux kernel's
 // maximum adjtime slew, 500 ppm (0.5 ms per second).
 const DefaultSlewPPM = 500
@@ -31,8 +19,8 @@ const DefaultSlewPPM = 500
 // Active describes one fault that currently shapes a Clock's readings or is
 // scheduled to.
 type Active struct {
-	// Kind is one of the Kind constants.
-	Kind string
+	// Kind is the fault's kind.
+	Kind Kind
 	// Detail says, in words, what the fault does and how far it has got.
 	Detail string
 	// SinceWall is the clock's wall reading (Unix ns) when the fault began
@@ -58,6 +46,13 @@ type Active struct {
 // pause lost); steps, freezes, leaps, smears, slews and drift act on the wall
 // clock alone. Each fault's exact effect on Offset is documented on its
 // method; Revert removes them all.
+//
+// Every parameter is accepted: the arithmetic saturates at the int64
+// nanosecond range instead of wrapping, so an absurd parameter (a step of
+// math.MaxInt64, a leap in the year 3000, a jitter of 292 years) gives
+// readings pinned at the range's end, never a panic, a wrap-around or a
+// fault that fires early. Callers facing outside input (the admin API)
+// bound the parameters themselves.
 //
 // A new Clock is enabled. Disabling it (Enable(false)) reverts every fault
 // and makes the fault methods no-ops until it is enabled again.
@@ -201,7 +196,7 @@ func (c *Clock) Now() (wall, mono int64) {
 	defer c.mu.Unlock()
 	r := c.readLocked()
 	if c.mu.jitter > 0 && !r.held && c.mu.freeze == nil {
-		r.wall = satAdd(r.wall, c.mu.rng.Int64N(c.mu.jitter+1))
+		r.wall = satAdd(r.wall, int64(c.mu.rng.Uint64N(uint64(c.mu.jitter)+1)))
 	}
 	return r.wall, r.mono
 }
@@ -261,7 +256,7 @@ func (c *Clock) Freeze(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.holdLocked(&c.mu.freeze, d, func(r reading) hold {
-		return hold{wall: r.under - c.mu.stepped - c.mu.leaped}
+		return hold{wall: satSub(satSub(r.under, c.mu.stepped), c.mu.leaped)}
 	})
 }
 
@@ -301,6 +296,8 @@ func (c *Clock) Release() {
 // without smearing inserts a leap second. From then on Offset is 1 s lower,
 // until Revert; the monotonic reading does not move. If the wall has already
 // passed at, the step happens at once. Each call schedules one insertion.
+// An instant beyond the int64 nanosecond range (before 1678 or after 2262)
+// is clamped to the range's end, so one after 2262 stays scheduled.
 func (c *Clock) Leap(at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -308,7 +305,7 @@ func (c *Clock) Leap(at time.Time) {
 		return
 	}
 	r := c.readLocked()
-	l := leap{at: at.UnixNano(), since: r.wall}
+	l := leap{at: unixNano(at), since: r.wall}
 	i, _ := slices.BinarySearchFunc(c.mu.leaps, l.at, func(x leap, at int64) int {
 		if x.at <= at {
 			return -1
@@ -334,7 +331,8 @@ func LeapAll(at time.Time, clocks ...*Clock) {
 // from the window's end it stays d higher, until Revert. The wall never runs
 // backwards: when d < 0 and window < |d| the window is lengthened to |d| (the
 // wall then stands still for |d|). A positive d with window <= 0 applies at
-// once. The monotonic reading is unaffected. Smears overlap and add up.
+// once. The monotonic reading is unaffected. Smears overlap and add up. A d
+// of math.MinInt64 is taken as -math.MaxInt64.
 func (c *Clock) Smear(d, window time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -342,6 +340,7 @@ func (c *Clock) Smear(d, window time.Duration) {
 		return
 	}
 	r := c.readLocked()
+	d = max(d, -math.MaxInt64) // so that |d| is an int64
 	w := int64(window)
 	if d < 0 && w < -int64(d) {
 		w = -int64(d)
@@ -377,7 +376,7 @@ func (c *Clock) Slew(d time.Duration, ppm float64) {
 	s := &c.mu.slew
 	cur := s.progress(r.bm)
 	s.applied = satAdd(s.applied, cur)
-	s.total = satAdd(s.total-cur, int64(d))
+	s.total = satAdd(s.total-cur, int64(d)) // |cur| <= |total|, same sign
 	s.start = r.bm
 	s.rate = ppb(math.Abs(ppm), 1, billion)
 	s.ppm = float64(s.rate) / 1000
@@ -448,6 +447,30 @@ func (c *Clock) Jitter(max time.Duration, rng *rand.Rand) {
 	c.mu.jitter, c.mu.rng, c.mu.jitterWal = int64(max), rng, r.wall
 }
 
+// Hold reports what holds the clock still now: KindPause while a Pause
+// holds both readings, else KindFreeze while a Freeze holds the wall, else
+// "" (and left 0). left is the base time until the hold ends, or -1 for a
+// hold until Release. A caller that needs the wall to move within a bound
+// (a generator waiting for its next tick) cannot progress while left
+// exceeds that bound.
+func (c *Clock) Hold() (kind Kind, left time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	bm := c.readLocked().bm
+	h := c.mu.pause
+	kind = KindPause
+	if h == nil {
+		h, kind = c.mu.freeze, KindFreeze
+	}
+	switch {
+	case h == nil:
+		return "", 0
+	case h.end < 0:
+		return kind, -1
+	}
+	return kind, time.Duration(max(h.end-bm, 0))
+}
+
 // Revert removes every fault, scheduled ones included: from now on the
 // clock reads exactly as its base (Offset and MonoOffset are 0). After a
 // Pause this moves the monotonic reading forward by the time the pause lost;
@@ -465,7 +488,7 @@ func (c *Clock) Offset() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.readLocked()
-	return time.Duration(r.wall - r.bw)
+	return time.Duration(satSub(r.wall, r.bw))
 }
 
 // MonoOffset returns the clock's monotonic reading minus the base clock's,
@@ -474,7 +497,7 @@ func (c *Clock) MonoOffset() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.readLocked()
-	return time.Duration(r.mono - r.bm)
+	return time.Duration(satSub(r.mono, r.bm))
 }
 
 // Active describes the faults that currently shape the readings or are
@@ -513,7 +536,7 @@ func (c *Clock) Active() []Active {
 		if p == s.total {
 			state = "finished"
 		}
-		out = append(out, Active{KindSlew, fmt.Sprintf("%s: %s of %s applied at %sppm", state, signed(s.applied+p), signed(s.applied+s.total), fmtPPM(s.ppm)), s.since})
+		out = append(out, Active{KindSlew, fmt.Sprintf("%s: %s of %s applied at %sppm", state, signed(satAdd(s.applied, p)), signed(satAdd(s.applied, s.total)), fmtPPM(s.ppm)), s.since})
 	}
 	if d := &m.drift; d.rate != 0 || d.settled != 0 {
 		out = append(out, Active{KindDrift, fmt.Sprintf("%sppm, accumulated %s", fmtPPM(d.ppm), signed(d.value(bm))), d.since})
@@ -568,7 +591,7 @@ func (c *Clock) readLocked() reading {
 	if p := m.pause; p != nil {
 		r.wall, r.mono, r.held = p.wall, p.mono, true
 	} else {
-		r.wall, r.mono = r.under, bm-m.monoLost
+		r.wall, r.mono = r.under, satSub(bm, m.monoLost)
 	}
 	return r
 }
@@ -578,9 +601,9 @@ func (c *Clock) readLocked() reading {
 func (c *Clock) wallLocked(bw, bm int64) int64 {
 	m := &c.mu
 	if f := m.freeze; f != nil {
-		return f.wall + m.stepped + m.leaped
+		return satAdd(satAdd(f.wall, m.stepped), m.leaped)
 	}
-	off := m.stepped + m.leaped + m.smearDone
+	off := satAdd(satAdd(m.stepped, m.leaped), m.smearDone)
 	for i := range m.smears {
 		off = satAdd(off, m.smears[i].value(bm))
 	}
@@ -599,8 +622,8 @@ func (c *Clock) fireLeapsLocked(wall int64) bool {
 			continue
 		}
 		l.fired = true
-		c.mu.leaped -= int64(time.Second)
-		wall -= int64(time.Second)
+		c.mu.leaped = satAdd(c.mu.leaped, -int64(time.Second))
+		wall = satAdd(wall, -int64(time.Second))
 		fired = true
 	}
 	return fired

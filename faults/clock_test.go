@@ -269,7 +269,7 @@ func TestEnable(t *testing.T) {
 // MonoOffset, and in Active, once it has had time to act.
 func TestOffsetConfirmsEachFault(t *testing.T) {
 	tests := []struct {
-		kind     string
+		kind     faults.Kind
 		do       func(*faults.Clock)
 		off      time.Duration
 		monoOff  time.Duration
@@ -285,7 +285,7 @@ func TestOffsetConfirmsEachFault(t *testing.T) {
 		{faults.KindJitter, func(c *faults.Clock) { c.Jitter(ms, rand.New(rand.NewPCG(3, 4))) }, 0, 0, "up to 1ms"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.kind, func(t *testing.T) {
+		t.Run(string(tt.kind), func(t *testing.T) {
 			base := faults.NewVirtual(t0, false)
 			c := faults.New(base)
 			tt.do(c)
@@ -661,7 +661,7 @@ func TestActiveDetails(t *testing.T) {
 	got := c.Active()
 	var lines []string
 	for _, a := range got {
-		lines = append(lines, a.Kind+": "+a.Detail)
+		lines = append(lines, string(a.Kind)+": "+a.Detail)
 	}
 	want := []string{
 		"freeze: wall held until Release (1s so far)",
@@ -680,7 +680,7 @@ func TestActiveDetails(t *testing.T) {
 	base.Advance(time.Minute)
 	lines = lines[:0]
 	for _, a := range c.Active() {
-		lines = append(lines, a.Kind+": "+a.Detail)
+		lines = append(lines, string(a.Kind)+": "+a.Detail)
 	}
 	want = []string{
 		"leap: scheduled at 2017-01-01T01:00:00Z",
@@ -701,4 +701,29 @@ func TestNewNilBase(t *testing.T) {
 		}
 	}()
 	faults.New(nil)
+}
+
+func TestHold(t *testing.T) {
+	base := faults.NewVirtual(t0, false)
+	c := faults.New(base)
+	check := func(wantKind faults.Kind, wantLeft time.Duration) {
+		t.Helper()
+		if k, left := c.Hold(); k != wantKind || left != wantLeft {
+			t.Fatalf("Hold() = %q, %v; want %q, %v", k, left, wantKind, wantLeft)
+		}
+	}
+	check("", 0)
+	c.Freeze(0)
+	check(faults.KindFreeze, -1)
+	c.Pause(3 * s)
+	check(faults.KindPause, 3*s)
+	base.Advance(s)
+	check(faults.KindPause, 2*s)
+	base.Advance(2 * s)
+	check(faults.KindFreeze, -1)
+	c.Release()
+	check("", 0)
+	c.Freeze(time.Minute)
+	base.Advance(time.Minute)
+	check("", 0)
 }

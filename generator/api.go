@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -120,8 +121,14 @@ func (e *RewindError) Unwrap() error { return e.Err }
 type Checkpointer interface {
 	// Load returns the stored mark, or 0 when none is stored.
 	Load() (markMs int64, err error)
-	// Save durably stores mark before returning (a file is fsynced).
-	Save(markMs int64) error
+	// Save durably stores mark before returning (a file is fsynced, a
+	// lease store has answered). It returns by ctx's deadline at the
+	// latest: the generator passes a context bounded by what is left of
+	// the calling request's MaxWait (Close: a MaxWait of its own), and an
+	// error makes the generator refuse to issue past the previous mark. A
+	// write Save gave up on may still land later; it holds a mark at or
+	// above every ID issued, so that is safe.
+	Save(ctx context.Context, markMs int64) error
 }
 
 // Fence gates issuing: the generator issues only while Check returns nil

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,7 +115,7 @@ func (m *memCheckpoint) Load() (int64, error) {
 	return m.mark, nil
 }
 
-func (m *memCheckpoint) Save(markMs int64) error {
+func (m *memCheckpoint) Save(_ context.Context, markMs int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,25 +9,28 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // FileCheckpoint is a Checkpointer that keeps the mark in one small text
 // file. Save writes a temporary file in the same directory, fsyncs it,
 // renames it over the target and fsyncs the directory, so after a crash the
 // file holds either the old mark or the new one, never a torn write. Each
-// Save costs two fsyncs (typically milliseconds); the generator calls it
-// about once per Settings.Reserve/2. Safe for concurrent use.
+// Save costs two fsyncs (typically milliseconds) and a goroutine, so that
+// it can return by its context's deadline while the disk stalls; the
+// generator calls it about once per Settings.Reserve/2. Safe for
+// concurrent use: reads and writes take turns.
 type FileCheckpoint struct {
 	path string
-	mu   sync.Mutex
+	turn chan struct{} // holds a token while a read or write is under way
 }
 
 var _ Checkpointer = (*FileCheckpoint)(nil)
 
 // NewFileCheckpoint returns a checkpointer for path. The file is created on
 // the first Save; its directory must exist.
-func NewFileCheckpoint(path string) *FileCheckpoint { return &FileCheckpoint{path: path} }
+func NewFileCheckpoint(path string) *FileCheckpoint {
+	return &FileCheckpoint{path: path, turn: make(chan struct{}, 1)}
+}
 
 // Path returns the file the mark is kept in.
 func (c *FileCheckpoint) Path() string { return c.path }
@@ -35,8 +39,8 @@ func (c *FileCheckpoint) Path() string { return c.path }
 // exist. A file that does not hold one non-negative decimal integer is an
 // error naming the file and its content, wrapping ErrCheckpoint.
 func (c *FileCheckpoint) Load() (int64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.turn <- struct{}{}
+	defer func() { <-c.turn }()
 	b, err := os.ReadFile(c.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -53,14 +57,32 @@ func (c *FileCheckpoint) Load() (int64, error) {
 }
 
 // Save durably replaces the stored mark with markMs: temporary file,
-// fsync, rename, fsync of the directory. Errors wrap ErrCheckpoint.
-func (c *FileCheckpoint) Save(markMs int64) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.saveLocked(markMs); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCheckpoint, c.path, err)
+// fsync, rename, fsync of the directory. When ctx ends first it returns
+// at once; a write already begun then completes in the background (before
+// any later Save starts). Errors wrap ErrCheckpoint.
+func (c *FileCheckpoint) Save(ctx context.Context, markMs int64) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %s: not written: %w", ErrCheckpoint, c.path, context.Cause(ctx))
 	}
-	return nil
+	select {
+	case c.turn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %s: not written, an earlier write is still under way: %w", ErrCheckpoint, c.path, context.Cause(ctx))
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer func() { <-c.turn }()
+		done <- c.saveLocked(markMs)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrCheckpoint, c.path, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %s: write not finished: %w", ErrCheckpoint, c.path, context.Cause(ctx))
+	}
 }
 
 func (c *FileCheckpoint) saveLocked(markMs int64) error {
@@ -101,8 +123,9 @@ func (c *FileCheckpoint) saveLocked(markMs int64) error {
 // Checkpoints combines checkpointers, for example a local file and a
 // worker-ID lease that carries the mark across hosts. Load returns the
 // largest stored mark (so no incarnation's mark is ever ignored) and fails
-// if any of them fails; Save writes to each in order and stops at the
-// first error. With one argument it returns that checkpointer.
+// if any of them fails; Save writes to each in order under the one
+// context (so their writes share its deadline) and stops at the first
+// error. With one argument it returns that checkpointer.
 func Checkpoints(cs ...Checkpointer) Checkpointer {
 	if len(cs) == 1 {
 		return cs[0]
@@ -124,9 +147,9 @@ func (m multiCheckpoint) Load() (int64, error) {
 	return mark, nil
 }
 
-func (m multiCheckpoint) Save(markMs int64) error {
+func (m multiCheckpoint) Save(ctx context.Context, markMs int64) error {
 	for _, c := range m {
-		if err := c.Save(markMs); err != nil {
+		if err := c.Save(ctx, markMs); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"context"
 	"errors"
 	"testing"
 )
@@ -13,7 +14,7 @@ type stubCheckpoint struct {
 }
 
 func (m *stubCheckpoint) Load() (int64, error) { return m.mark, m.loadErr }
-func (m *stubCheckpoint) Save(mark int64) error {
+func (m *stubCheckpoint) Save(_ context.Context, mark int64) error {
 	if m.saveErr != nil {
 		return m.saveErr
 	}
@@ -28,7 +29,7 @@ func TestCheckpointsLoadsTheLargestAndSavesAll(t *testing.T) {
 	if got, err := c.Load(); err != nil || got != 25 {
 		t.Fatalf("Load = %d, %v; want 25, nil", got, err)
 	}
-	if err := c.Save(40); err != nil {
+	if err := c.Save(context.Background(), 40); err != nil {
 		t.Fatal(err)
 	}
 	if a.mark != 40 || b.mark != 40 {
@@ -46,7 +47,7 @@ func TestCheckpointsErrors(t *testing.T) {
 		t.Fatalf("Load error = %v, want boom", err)
 	}
 	a, b = &stubCheckpoint{saveErr: boom}, &stubCheckpoint{}
-	if err := Checkpoints(a, b).Save(5); !errors.Is(err, boom) {
+	if err := Checkpoints(a, b).Save(context.Background(), 5); !errors.Is(err, boom) {
 		t.Fatalf("Save error = %v, want boom", err)
 	}
 	if b.saves != 0 {

@@ -504,7 +504,7 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 		if g.cp != nil && t > g.mu.renewAt {
 			if !g.mu.saving && (!triedSave || t > g.mu.markTick) {
 				triedSave = true
-				g.renewLocked(t)
+				g.renewLocked(ctx, t, deadline-mono)
 				if g.mu.saveErr != nil && t > g.mu.markTick {
 					err = g.mu.saveErr
 					if !errors.Is(err, ErrCheckpoint) {
@@ -608,16 +608,19 @@ func (g *Generator) sleepLocked(ctx context.Context, d time.Duration, deadline i
 	return nil
 }
 
-// renewLocked writes a new mark reserved ahead of tick t. The lock is
-// released during the write, so calls below the current mark go on.
-func (g *Generator) renewLocked(t int64) {
+// renewLocked writes a new mark reserved ahead of tick t, within budget
+// (ns left of the call's MaxWait). The lock is released during the write,
+// so calls below the current mark go on.
+func (g *Generator) renewLocked(ctx context.Context, t, budget int64) {
 	markMs := ceilMs(g.tickStart(t) + g.reserve)
 	if markMs < g.mu.markMs {
 		markMs = g.mu.markMs
 	}
 	g.mu.saving = true
 	g.mu.Unlock()
-	err := g.cp.Save(markMs)
+	sctx, cancel := context.WithTimeout(ctx, time.Duration(budget))
+	err := g.cp.Save(sctx, markMs)
+	cancel()
 	if g.obs != nil {
 		g.obs.Checkpoint(markMs, err)
 	}
@@ -741,6 +744,9 @@ func (g *Generator) Ready() error {
 		return fmt.Errorf("%w: tick %d exceeds the layout's maximum %d", ErrLifetime, t, g.maxTick)
 	}
 	if g.cp != nil && t > g.mu.markTick && g.mu.saveErr != nil {
+		if errors.Is(g.mu.saveErr, ErrCheckpoint) {
+			return g.mu.saveErr
+		}
 		return fmt.Errorf("%w: %w", ErrCheckpoint, g.mu.saveErr)
 	}
 	if wt >= need || (!start && wt == tick && !g.mu.fresh) {
@@ -790,8 +796,8 @@ func (g *Generator) Stats() Stats {
 // Close stops the generator: later calls fail with ErrClosed. With a
 // Checkpoint it then saves the final mark (the last issued tick), so a
 // restart waits only until the clock passes what was really issued, not
-// the whole reservation. Close is idempotent; it returns the Save error,
-// wrapped in ErrCheckpoint.
+// the whole reservation; that Save is bounded by MaxWait. Close is
+// idempotent; it returns the Save error, wrapped in ErrCheckpoint.
 func (g *Generator) Close() error {
 	g.mu.Lock()
 	if g.mu.closed {
@@ -815,7 +821,9 @@ func (g *Generator) Close() error {
 	}
 	tick := int64((s &^ slowBit) >> g.timeShift)
 	markMs := ceilMs(g.tickStart(tick))
-	err := g.cp.Save(markMs)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(g.maxWait))
+	err := g.cp.Save(ctx, markMs)
+	cancel()
 	if g.obs != nil {
 		g.obs.Checkpoint(markMs, err)
 	}

@@ -723,7 +723,7 @@ func TestFileCheckpoint(t *testing.T) {
 		t.Fatalf("Load of a missing file = %d, %v", m, err)
 	}
 	for _, m := range []int64{1, 1735693200123, math.MaxInt64 / int64(time.Millisecond)} {
-		if err := cp.Save(m); err != nil {
+		if err := cp.Save(context.Background(), m); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := cp.Load(); got != m || err != nil {
@@ -740,7 +740,7 @@ func TestFileCheckpoint(t *testing.T) {
 	if _, err := cp.Load(); !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), `"garbage"`) {
 		t.Errorf("Load of garbage = %v", err)
 	}
-	if err := NewFileCheckpoint(filepath.Join(dir, "missing", "mark")).Save(5); !errors.Is(err, ErrCheckpoint) {
+	if err := NewFileCheckpoint(filepath.Join(dir, "missing", "mark")).Save(context.Background(), 5); !errors.Is(err, ErrCheckpoint) {
 		t.Errorf("Save into a missing directory = %v", err)
 	}
 

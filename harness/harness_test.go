@@ -16,8 +16,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness"
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/harness/reference"
 	"github.com/snowchaos/snowchaos/harness/report"
 	"github.com/snowchaos/snowchaos/harness/scenario"
@@ -210,7 +212,7 @@ func (n deafNode) Clock() target.ClockControl { return deafClock{n.Node.Clock()}
 
 type deafClock struct{ target.ClockControl }
 
-func (deafClock) Apply(context.Context, target.ClockFault) error { return nil }
+func (deafClock) Apply(context.Context, faults.Fault) error { return nil }
 
 // fixedTarget cannot control its nodes' clocks.
 type fixedTarget struct{ target.InProcess }
@@ -218,7 +220,7 @@ type fixedTarget struct{ target.InProcess }
 func (f *fixedTarget) Info() target.Info {
 	i := f.InProcess.Info()
 	i.Name = "test-fixed-clock"
-	i.Caps.Faults = []scenario.Kind{scenario.KindRestart}
+	i.Caps.Faults = []faults.Kind{faults.KindRestart}
 	return i
 }
 
@@ -400,7 +402,7 @@ expect:
 // snowflake_* series for its in-process nodes while they run.
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	hm := telemetry.NewHarnessMetrics()
+	hm := metrics.New()
 	gc := telemetry.NewGeneratorCollector(telemetry.Options{PerNode: true})
 	reg.MustRegister(hm, gc)
 	suite := load(t, "testdata/small-step.yaml")
@@ -455,12 +457,12 @@ type explainTarget struct{ target.InProcess }
 func (e *explainTarget) Info() target.Info {
 	i := e.InProcess.Info()
 	i.Name = "test-explains"
-	i.Caps.Faults = []scenario.Kind{scenario.KindRestart}
+	i.Caps.Faults = []faults.Kind{faults.KindRestart}
 	return i
 }
 
 func (e *explainTarget) NotApplicable(f scenario.Fault) string {
-	if f.Kind == scenario.KindRestart {
+	if f.Kind == faults.KindRestart {
 		return ""
 	}
 	return "its clock is the host's own"

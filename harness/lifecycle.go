@@ -9,10 +9,10 @@ import (
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/lease"
-	"github.com/snowchaos/snowchaos/telemetry"
 )
 
 // A run's lifecycle is a sequence of timed events: the scenario's faults
@@ -53,7 +53,7 @@ func (e storeBackEvent) apply(l *lifecycle) {
 }
 func (e windowEndEvent) apply(l *lifecycle) {
 	f := l.s.Faults[e.fi]
-	_ = l.metrics.SetWindow(telemetry.FaultWindow{Name: f.Name, Kind: string(f.Kind)}, false)
+	_ = l.metrics.SetWindow(metrics.FaultWindow{Name: f.Name, Kind: f.Kind}, false)
 }
 func (e maintainEvent) apply(l *lifecycle) {
 	if sl := l.slots[e.si]; sl.up && sl.gen == e.gen {
@@ -141,13 +141,13 @@ func (l *lifecycle) changed() {
 
 // setup starts the nodes and schedules the lifecycle events; false when a
 // node failed to start (res then says why and is final). leaseClock is the
-// lease store's clock (reference time).
+// lease store's clock (reference time). The driver registers the fault
+// windows (run.windows) once the run's start is fixed.
 func (l *lifecycle) setup(res *Result, leaseClock generator.Clock) bool {
 	r := l.run
 	if r.usesLeases() {
 		r.leases = lease.NewMemory(leaseClock)
 	}
-	r.windows()
 	if r.opts.Timeline {
 		r.mu.tl = newTimeline(r.s, len(r.s.Nodes))
 	}
@@ -390,11 +390,11 @@ func (l *lifecycle) fault(fi int) {
 	now := l.d.now()
 	l.faults[fi].Confirmed = true
 	if l.metrics != nil {
-		l.metrics.FaultInjected(string(f.Kind))
-		_ = l.metrics.SetWindow(telemetry.FaultWindow{Name: f.Name, Kind: string(f.Kind)}, true)
+		l.metrics.FaultInjected(f.Kind)
+		_ = l.metrics.SetWindow(metrics.FaultWindow{Name: f.Name, Kind: f.Kind}, true)
 	}
 	switch f.Kind {
-	case scenario.KindRestart:
+	case faults.KindRestart:
 		for _, name := range f.Nodes {
 			sl := l.slot(name)
 			sl.host.advance(now)
@@ -402,7 +402,7 @@ func (l *lifecycle) fault(fi int) {
 				l.stopFailed(fi, sl, err)
 			}
 			if f.OffsetWhileDown != 0 {
-				step := target.ClockFault{Kind: scenario.KindStep, By: f.OffsetWhileDown}
+				step := faults.Fault{Kind: faults.KindStep, By: f.OffsetWhileDown}
 				applyShadow(sl.host.shadow, step)
 				if ctl := clockOf(sl); ctl != nil {
 					_ = ctl.Apply(l.ctx, step)
@@ -414,10 +414,14 @@ func (l *lifecycle) fault(fi int) {
 				l.d.schedule(now+f.For, upEvent{fi, sl.idx})
 			}
 		}
-	case scenario.KindHandoff:
+	case faults.KindHandoff:
 		sl := l.slot(f.Nodes[0])
 		sl.host.advance(now)
-		if err := l.stopSlot(sl, target.StopOptions{Graceful: true}, "handing off"); err != nil {
+		stop, why := target.StopOptions{Graceful: true}, "handing off"
+		if f.Crash { // kill -9: no final mark, the lease left to expire
+			stop, why = target.StopOptions{}, "crashed; handing off"
+		}
+		if err := l.stopSlot(sl, stop, why); err != nil {
 			l.stopFailed(fi, sl, err)
 		}
 		if f.Gap == 0 {
@@ -425,11 +429,11 @@ func (l *lifecycle) fault(fi int) {
 		} else {
 			l.d.schedule(now+f.Gap, upEvent{fi, sl.idx})
 		}
-	case scenario.KindClone:
+	case faults.KindClone:
 		for _, name := range f.Nodes {
 			l.clone(fi, l.slot(name))
 		}
-	case scenario.KindStoreOutage:
+	case faults.KindStoreOutage:
 		l.storeOutage(fi)
 	default:
 		l.clockFault(fi)
@@ -441,8 +445,8 @@ func (l *lifecycle) fault(fi int) {
 func (l *lifecycle) clockFault(fi int) {
 	f := l.s.Faults[fi]
 	now := l.d.now()
-	cf := target.ClockFault{Kind: f.Kind, By: f.By, For: f.For, Window: f.Window, PPM: f.PPM}
-	if f.Kind == scenario.KindLeap {
+	cf := faults.Fault{Kind: f.Kind, By: f.By, For: f.For, Window: f.Window, PPM: f.PPM}
+	if f.Kind == faults.KindLeap {
 		cf.At = l.start.Add(f.At)
 	}
 	for _, name := range f.Nodes {
@@ -466,13 +470,13 @@ func (l *lifecycle) clockFault(fi int) {
 		// the call's length (zero in simulated time).
 		var slack time.Duration
 		switch f.Kind {
-		case scenario.KindFreeze, scenario.KindPause, scenario.KindSmear, scenario.KindSlew, scenario.KindDrift:
+		case faults.KindFreeze, faults.KindPause, faults.KindSmear, faults.KindSlew, faults.KindDrift:
 			slack = l.d.now() - sent
 		}
 		d := l.probeDelay(f, before)
 		l.probes = append(l.probes, probe{fi: fi, si: sl.idx, before: before, slack: slack})
 		switch {
-		case l.simulated() && (f.Kind == scenario.KindFreeze || f.Kind == scenario.KindPause):
+		case l.simulated() && (f.Kind == faults.KindFreeze || f.Kind == faults.KindPause):
 			// A freeze or pause ends: measure it now, before a request
 			// that waits it out carries the host past its end. Moving the
 			// host's time on by d is what the fault does anyway (a paused
@@ -489,7 +493,7 @@ func (l *lifecycle) clockFault(fi int) {
 }
 
 // applyShadow applies a clock fault to a host's shadow clock.
-func applyShadow(c *faults.Clock, f target.ClockFault) {
+func applyShadow(c *faults.Clock, f faults.Fault) {
 	_ = f.ApplyTo(c) // the scenario was validated: every kind here is a clock fault
 }
 
@@ -533,30 +537,30 @@ func (l *lifecycle) probeDelay(f scenario.Fault, offset time.Duration) time.Dura
 	need := 20 * l.tol
 	var d time.Duration
 	switch f.Kind {
-	case scenario.KindStep, scenario.KindRevert:
+	case faults.KindStep, faults.KindRevert:
 		return 0
-	case scenario.KindLeap:
+	case faults.KindLeap:
 		d = time.Millisecond
 		if offset < 0 {
 			d += -offset
 		}
-	case scenario.KindFreeze, scenario.KindPause:
+	case faults.KindFreeze, faults.KindPause:
 		d = max(need, time.Millisecond)
 		if f.For > 0 {
 			d = min(d, f.For/2)
 		}
-	case scenario.KindSmear:
+	case faults.KindSmear:
 		by := max(f.By, -f.By)
 		d = time.Duration(float64(need) * float64(f.Window) / float64(by))
 		d = min(max(d, time.Millisecond), f.Window)
-	case scenario.KindSlew:
+	case faults.KindSlew:
 		ppm := f.PPM
 		if ppm == 0 {
-			ppm = scenario.DefaultPPM
+			ppm = faults.DefaultSlewPPM
 		}
 		d = time.Duration(float64(need) * 1e6 / ppm)
 		d = min(max(d, time.Millisecond), f.SlewDuration())
-	case scenario.KindDrift:
+	case faults.KindDrift:
 		ppm := max(f.PPM, -f.PPM)
 		d = max(time.Duration(float64(need)*1e6/ppm), time.Millisecond)
 	}
@@ -696,7 +700,7 @@ func (l *lifecycle) storeBack(fi int) {
 
 // up handles the end of a restart's down time or a handoff's gap.
 func (l *lifecycle) up(fi int, sl *slot) {
-	if l.s.Faults[fi].Kind == scenario.KindHandoff {
+	if l.s.Faults[fi].Kind == faults.KindHandoff {
 		l.handoff(fi, sl)
 		return
 	}
@@ -727,11 +731,15 @@ func (l *lifecycle) bringUp(fi int, sl *slot) {
 	}
 }
 
-// handoff starts a node's worker ID on a new host whose clock is Behind.
+// handoff starts a node's worker ID on a new host whose clock is Behind
+// (after the old host stopped, gracefully or by a crash).
 func (l *lifecycle) handoff(fi int, sl *slot) {
 	f := l.s.Faults[fi]
 	if sl.node != nil {
 		_ = sl.node.Close()
+		if ln, ok := sl.node.(target.LeaseNode); ok {
+			l.lease.gone = l.lease.gone.Add(ln.LeaseStats())
+		}
 	}
 	sl.host = l.d.newHost(l.d.now())
 	sl.spec.Host = l.newHostName(sl.name, "host")

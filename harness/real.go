@@ -2,14 +2,12 @@ package harness
 
 import (
 	"container/heap"
-	"context"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
-	"github.com/snowchaos/snowchaos/harness/target"
 )
 
 // realDriver runs a run on the wall clock: the lifecycle's events in the
@@ -109,26 +107,22 @@ func (d *realDriver) spawn(c *client, t time.Duration) {
 }
 
 // runReal runs r on the wall clock: the nodes' hosts share the system
-// clock, each under its own fault clock.
+// clock, each under its own fault clock. The run's time starts once the
+// nodes are up (starting child processes, or building them, takes real
+// time the scenario's schedule must not lose).
 func runReal(r *run, res *Result) {
-	if b, ok := r.tgt.(target.RunBeginner); ok {
-		if err := b.BeginRun(r.ctx, r.runID); err != nil {
-			res.Error = "preparing the run: " + err.Error()
-			if re, ok := r.tgt.(target.RunEnder); ok {
-				_ = re.EndRun(context.Background(), r.runID)
-			}
-			return
-		}
-	}
 	clk := generator.SystemClock()
 	wall0, mono0 := clk.Now()
 	d := &realDriver{clk: clk, mono: mono0}
 	d.l = &lifecycle{run: r, d: d}
-	r.start = time.Unix(0, wall0).UTC()
-	r.startNs = wall0
+	r.start, r.startNs = time.Unix(0, wall0).UTC(), wall0
 	if !d.l.setup(res, clk) {
 		return
 	}
+	wall0, mono0 = clk.Now()
+	d.mono = mono0
+	r.start, r.startNs = time.Unix(0, wall0).UTC(), wall0
+	r.windows()
 	if r.plan.perNode {
 		for si := range r.slots {
 			d.addClients(si, 0)

@@ -1,12 +1,14 @@
 package harness
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 	"time"
 
 	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/lease"
 )
 
 // Verdict is the outcome of one check, one run or a whole report.
@@ -29,6 +31,28 @@ const (
 	// changes a scenario's or the report's verdict.
 	NA Verdict = "n/a"
 )
+
+// What a negative control's verdict says: a known-bad target whose
+// expectation held was caught by the harness, which is good news, though
+// its row shows the duplicates it issued.
+const (
+	// Caught: the harness caught the known-bad target doing what the
+	// scenario expects of it (the verdict is pass).
+	Caught = "caught"
+	// Escaped: the harness did not catch it (the verdict is fail).
+	Escaped = "escaped"
+)
+
+// controlVerdict names verdict v of a negative control or its expectation.
+func controlVerdict(v Verdict) string {
+	switch v {
+	case Pass:
+		return Caught
+	case Fail:
+		return Escaped
+	}
+	return string(v)
+}
 
 // worse returns the worse of two verdicts: fail > unknown > pass; n/a
 // never wins (a is kept).
@@ -180,6 +204,25 @@ type Result struct {
 	Timeline *Timeline `json:"-"`
 }
 
+// ControlVerdict is, for a negative control (Control), Caught, Escaped or
+// the verdict (unknown, n/a); for any other run "".
+func (r *Result) ControlVerdict() string {
+	if !r.Control {
+		return ""
+	}
+	return controlVerdict(r.Verdict)
+}
+
+// MarshalJSON writes the result with "control_verdict" (ControlVerdict)
+// first for a negative control; the other keys are as tagged.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	return json.Marshal(struct {
+		ControlVerdict string `json:"control_verdict,omitempty"`
+		*plain
+	}{r.ControlVerdict(), (*plain)(r)})
+}
+
 // Check is one invariant or expectation and its verdict.
 type Check struct {
 	// Expr is the expression as written.
@@ -197,6 +240,25 @@ type Check struct {
 	Reason string `json:"reason,omitempty"`
 	// Line is the expression's line in the scenario file.
 	Line int `json:"line"`
+}
+
+// ControlVerdict is, for a negative control's expectation (Expected),
+// Caught, Escaped or the verdict (unknown); for any other check "".
+func (c Check) ControlVerdict() string {
+	if !c.Expected {
+		return ""
+	}
+	return controlVerdict(c.Verdict)
+}
+
+// MarshalJSON writes the check with "control_verdict" (ControlVerdict)
+// first for an expectation; the other keys are as tagged.
+func (c Check) MarshalJSON() ([]byte, error) {
+	type plain Check
+	return json.Marshal(struct {
+		ControlVerdict string `json:"control_verdict,omitempty"`
+		plain
+	}{c.ControlVerdict(), plain(c)})
 }
 
 // Figures are a run's key figures.
@@ -230,21 +292,9 @@ type Figures struct {
 // LeaseResult says what a run's worker-ID leases did, summed over every
 // node and incarnation.
 type LeaseResult struct {
-	// Acquisitions and AcquireErrors count acquisitions and failed
-	// attempts; RenewOK, RenewFailed and RenewLost renewals by result.
-	Acquisitions  uint64 `json:"acquisitions"`
-	AcquireErrors uint64 `json:"acquire_errors"`
-	RenewOK       uint64 `json:"renew_ok"`
-	RenewFailed   uint64 `json:"renew_failed"`
-	RenewLost     uint64 `json:"renew_lost"`
-	// Fenced counts early fence closures, ClockJumps the suspected VM
-	// pauses among them, HandoffWaits the generator starts that waited for
-	// a previous holder's last issued time.
-	Fenced       uint64 `json:"fenced"`
-	ClockJumps   uint64 `json:"clock_jumps"`
-	HandoffWaits uint64 `json:"handoff_waits"`
-	// Rebinds counts generators rebuilt on a new lease after a loss.
-	Rebinds uint64 `json:"rebinds"`
+	// Counters are the lease keepers' counts, summed over every node and
+	// incarnation (lease.Counters documents each).
+	lease.Counters
 	// Refused lists the starts the lease refused, with its error (which
 	// names the range and the holders).
 	Refused []string `json:"refused,omitempty"`

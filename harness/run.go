@@ -11,7 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/lease"
@@ -46,7 +48,7 @@ type run struct {
 	// expectDups is true when the target is expected to issue duplicates
 	// (fail-fast then does not stop on them).
 	expectDups bool
-	metrics    *telemetry.HarnessMetrics
+	metrics    *metrics.Collector
 	gens       *telemetry.GeneratorCollector
 
 	mu struct {
@@ -138,7 +140,7 @@ func (r *run) usesLeases() bool {
 		}
 	}
 	for _, f := range r.s.Faults {
-		if f.Kind == scenario.KindStoreOutage {
+		if f.Kind == faults.KindStoreOutage {
 			return true
 		}
 	}
@@ -163,6 +165,9 @@ type leaseLog struct {
 	refused []string
 	rebound []string
 	rebinds uint64
+	// gone sums the counters of nodes a handoff replaced (finish sums
+	// the nodes still in their slots).
+	gone lease.Counters
 }
 
 // stopped reports whether the run was stopped (fail-fast).
@@ -323,9 +328,9 @@ func (r *run) beginMetrics() {
 	if r.metrics == nil {
 		return
 	}
-	info := telemetry.ScenarioInfo{Scenario: r.s.Name, Target: r.st.Name}
+	info := metrics.ScenarioInfo{Scenario: r.s.Name, Target: r.st.Name}
 	for _, f := range r.s.Faults {
-		info.Windows = append(info.Windows, telemetry.FaultWindow{Name: f.Name, Kind: string(f.Kind)})
+		info.Windows = append(info.Windows, metrics.FaultWindow{Name: f.Name, Kind: f.Kind})
 	}
 	for _, e := range r.s.ChecksFor(r.st.Name) {
 		info.Invariants = append(info.Invariants, e.Text)
@@ -336,7 +341,7 @@ func (r *run) beginMetrics() {
 // finish closes the nodes and assembles the Result; events is how many
 // events the driver handled.
 func (r *run) finish(res *Result, events uint64) {
-	var ls target.LeaseStats
+	ls := r.lease.gone
 	leased := false
 	for _, sl := range r.slots {
 		if sl.node != nil {
@@ -363,12 +368,8 @@ func (r *run) finish(res *Result, events uint64) {
 	res.Figures.RefusedStarts = len(r.lease.refused)
 	res.Figures.Rebinds = r.lease.rebinds
 	if leased && !r.info.KnownBad {
-		res.Lease = &LeaseResult{
-			Acquisitions: ls.Acquisitions, AcquireErrors: ls.AcquireErrors,
-			RenewOK: ls.RenewOK, RenewFailed: ls.RenewFailed, RenewLost: ls.RenewLost,
-			Fenced: ls.Fenced, ClockJumps: ls.ClockJumps, HandoffWaits: ls.HandoffWaits,
-			Rebinds: r.lease.rebinds, Refused: r.lease.refused, Rebound: r.lease.rebound,
-		}
+		ls.Rebinds = r.lease.rebinds
+		res.Lease = &LeaseResult{Counters: ls, Refused: r.lease.refused, Rebound: r.lease.rebound}
 	}
 	if r.simulated() {
 		res.Sim = &SimInfo{Budget: r.plan.budget, Factor: round4(r.plan.factor), Hot: Duration(r.plan.hotLen), HotSpans: len(r.plan.hot), Events: events}
@@ -391,9 +392,14 @@ func (r *run) finish(res *Result, events uint64) {
 	if counted == 0 {
 		res.Verdict = Unknown
 	}
+	if vr.IDs == 0 && res.Error == "" {
+		// Every invariant holds vacuously over no IDs: that proves nothing.
+		res.Error = "no ID was issued in the whole run: every check is vacuous"
+		res.Verdict = worse(res.Verdict, Unknown)
+	}
 	if r.metrics != nil {
 		for _, c := range res.Checks {
-			_ = r.metrics.SetVerdict(c.Expr, telemetry.ParseVerdict(string(c.Verdict)))
+			_ = r.metrics.SetVerdict(c.Expr, string(c.Verdict))
 		}
 		r.metrics.End()
 	}

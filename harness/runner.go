@@ -24,6 +24,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/telemetry"
 )
@@ -43,6 +44,9 @@ type Options struct {
 	// History, when set, receives an NDJSON line per request (see
 	// historyWriter), run after run in suite order.
 	History io.Writer
+	// HistoryGzip compresses History: one gzip member per run, together
+	// one gzip stream.
+	HistoryGzip bool
 	// Timeline collects the per-bucket series the HTML report plots.
 	Timeline bool
 	// Progress, when set, receives live snapshots; it is called from the
@@ -50,7 +54,7 @@ type Options struct {
 	Progress func(Progress)
 	// Metrics, when set, receives the snowchaos_* series; runs then go one
 	// at a time so the series describe one run.
-	Metrics *telemetry.HarnessMetrics
+	Metrics *metrics.Collector
 	// Generators, when set, receives the snowflake_* series of in-process
 	// generator nodes while they run.
 	Generators *telemetry.GeneratorCollector
@@ -340,7 +344,7 @@ func runJob(ctx context.Context, j *job, o Options) (res *Result) {
 	}
 	res.KnownBad = r.info.KnownBad
 	if o.History != nil {
-		r.mu.hist = newHistoryWriter(o.History)
+		r.mu.hist = newHistoryWriter(o.History, o.HistoryGzip)
 		defer func() {
 			if err := r.mu.hist.flush(); err != nil && res.Error == "" {
 				res.Error = "history: " + err.Error()

@@ -86,6 +86,7 @@ func runSimulated(r *run, res *Result) {
 	r.startNs = r.start.UnixNano()
 	s := &simDriver{buf: make([]generator.ID, r.plan.batch)}
 	s.l = &lifecycle{run: r, d: s}
+	r.windows()
 	if !s.l.setup(res, storeClock{s}) {
 		return
 	}

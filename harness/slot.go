@@ -145,6 +145,13 @@ func (l *storeLink) Renew(ctx context.Context, le lease.Lease, lastIssuedMs int6
 	return nl, nil
 }
 
+func (l *storeLink) Record(ctx context.Context, le lease.Lease, lastIssuedMs int64) error {
+	if err := l.check(); err != nil {
+		return err
+	}
+	return l.Registry.Record(ctx, le, lastIssuedMs)
+}
+
 func (l *storeLink) Release(ctx context.Context, le lease.Lease, lastIssuedMs int64) error {
 	if err := l.check(); err != nil {
 		return err

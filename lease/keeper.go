@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,10 @@ const (
 	DefaultMarginAbs   = 50 * time.Millisecond
 	DefaultMaxFailures = 3
 )
+
+// MaxSkewBudget is the largest KeeperConfig.SkewBudget: a new holder waits
+// the budget out on every handoff.
+const MaxSkewBudget = time.Minute
 
 // KeeperConfig configures a Keeper. Every field but Registry has a safe
 // zero value.
@@ -59,12 +64,26 @@ type KeeperConfig struct {
 	// RetryInterval is the pause before retrying a failed renewal or
 	// acquisition; zero: TTL/10.
 	RetryInterval time.Duration
-	// SkewBudget is added to the previous holder's last issued time by Load
-	// (the handoff guard), covering clock offset between nodes; zero: none.
+	// SkewBudget is added to the previous holder's stored mark by Load (the
+	// handoff guard); zero: none; at most MaxSkewBudget. It covers a stored
+	// mark that may lag what its holder issued: one left by a holder that
+	// wrote its mark only at renewal (DisableMarkWriteThrough, or a
+	// snowchaos release before Registry.Record) and crashed, up to TTL/3
+	// of issuing behind. Clock offset between nodes needs no budget: the
+	// mark is read off the previous holder's clock, the clock its IDs
+	// carry, and is recorded before any ID passes it, so a new holder that
+	// waits until its own clock passes the mark issues above every earlier
+	// ID however far behind its clock is.
 	SkewBudget time.Duration
 	// DisableHandoffGuard makes Load return 0, so a new holder starts at
 	// once whatever the previous holder issued. Only for negative controls.
 	DisableHandoffGuard bool
+	// DisableMarkWriteThrough makes Save keep the mark in memory only, to
+	// be written with the next renewal or on Release, as before marks were
+	// recorded ahead: after a crash the stored mark lags what was issued
+	// by up to TTL/3, and a new holder whose clock is behind repeats IDs.
+	// Only for negative controls.
+	DisableMarkWriteThrough bool
 	// PauseThreshold is how far the wall clock may jump ahead of the
 	// monotonic clock (compared with the last renewal) before the Keeper
 	// suspects a VM pause and closes the fence until a fresh renewal
@@ -207,26 +226,61 @@ type Event struct {
 // KeeperStats are the Keeper's counters, for metrics. Reading them costs
 // a few atomic loads.
 type KeeperStats struct {
-	State        State         // current state (as State reports it)
-	WorkerID     int64         // -1 when no lease is held
-	Token        int64         // fencing token of the current lease
-	LeasedUntil  time.Time     // store expiry of the current lease
-	ValidUntil   int64         // monotonic ns at which the fence closes (0 when closed)
-	Acquisitions uint64        // successful acquisitions
-	AcquireErrs  uint64        // failed acquisition attempts
-	RenewOK      uint64        // renewals by result: succeeded
-	RenewFailed  uint64        // failed (unavailable, timeout)
-	RenewLost    uint64        // the store said lost
-	Fenced       uint64        // times the fence was closed early (failures, lost, clock jump)
-	ClockJumps   uint64        // suspected pauses detected
-	HandoffWaits uint64        // Loads whose mark lay ahead of the wall clock
-	HandoffWait  time.Duration // the last such lead (how long the generator must wait)
-	MarkMs       int64         // mark to be written with the next renewal
+	State       State         // current state (as State reports it)
+	WorkerID    int64         // -1 when no lease is held
+	Token       int64         // fencing token of the current lease
+	LeasedUntil time.Time     // store expiry of the current lease
+	ValidUntil  int64         // monotonic ns at which the fence closes (0 when closed)
+	HandoffWait time.Duration // the last handoff wait (how long the generator had to wait)
+	MarkMs      int64         // highest mark given to Save
+	Counters
+}
+
+// Counters are a Keeper's cumulative counts: the one shape of lease
+// statistics, summed over keepers with Add (a node's restarts, a run's
+// nodes) and reported as they are.
+type Counters struct {
+	// Acquisitions and AcquireErrors count acquisitions and failed
+	// attempts (first starts, restarts, re-acquisitions after a loss).
+	Acquisitions  uint64 `json:"acquisitions"`
+	AcquireErrors uint64 `json:"acquire_errors"`
+	// RenewOK, RenewFailed and RenewLost count renewals by result:
+	// succeeded, failed (unavailable, timeout), the store said lost.
+	RenewOK     uint64 `json:"renew_ok"`
+	RenewFailed uint64 `json:"renew_failed"`
+	RenewLost   uint64 `json:"renew_lost"`
+	// Records and RecordErrors count the marks Save wrote to the store and
+	// the writes that failed (the generator then refuses past its old mark).
+	Records      uint64 `json:"records"`
+	RecordErrors uint64 `json:"record_errors"`
+	// Fenced counts early fence closures (renewals failing, the lease
+	// lost, a clock jump); ClockJumps the suspected pauses among them.
+	Fenced     uint64 `json:"fenced"`
+	ClockJumps uint64 `json:"clock_jumps"`
+	// HandoffWaits counts Loads whose mark lay ahead of the wall clock: a
+	// generator start that had to wait for a previous holder's last
+	// issued time.
+	HandoffWaits uint64 `json:"handoff_waits"`
+	// Rebinds counts bindings to a new lease after the previous one was
+	// lost (each a generator rebuilt on it).
+	Rebinds uint64 `json:"rebinds"`
+}
+
+// Add returns the sum of c and o.
+func (c Counters) Add(o Counters) Counters {
+	return Counters{
+		Acquisitions: c.Acquisitions + o.Acquisitions, AcquireErrors: c.AcquireErrors + o.AcquireErrors,
+		RenewOK: c.RenewOK + o.RenewOK, RenewFailed: c.RenewFailed + o.RenewFailed, RenewLost: c.RenewLost + o.RenewLost,
+		Records: c.Records + o.Records, RecordErrors: c.RecordErrors + o.RecordErrors,
+		Fenced: c.Fenced + o.Fenced, ClockJumps: c.ClockJumps + o.ClockJumps,
+		HandoffWaits: c.HandoffWaits + o.HandoffWaits, Rebinds: c.Rebinds + o.Rebinds,
+	}
 }
 
 type grant struct {
 	workerID, token int64
 	validUntil      atomic.Int64 // mono ns; math.MinInt64 when closed
+	stored          atomic.Int64 // a mark the store is known to hold for the worker ID
 	mu              struct {
 		sync.Mutex
 		epoch  uint64 // bumped on each early close
@@ -288,6 +342,7 @@ type Keeper struct {
 	}
 
 	nAcq, nAcqErr, nOK, nFail, nLost, nFenced, nJumps, nHandoff atomic.Uint64
+	nRecord, nRecordErr, nRebind                                atomic.Uint64
 	handoffWait                                                 atomic.Int64
 }
 
@@ -335,7 +390,7 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 	}
 	req := Request{Holder: cfg.Holder, Range: cfg.Range, TTL: cfg.TTL, Prefer: cfg.Prefer}
 	if err := req.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, requestConfigError{err}
 	}
 	switch {
 	case cfg.MarginRate < 0 || cfg.MarginRate >= 0.5:
@@ -344,6 +399,8 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 		return nil, fmt.Errorf("%w: max failures %d", ErrInvalidConfig, cfg.MaxFailures)
 	case cfg.CallTimeout <= 0 || cfg.RetryInterval <= 0 || cfg.SkewBudget < 0 || cfg.PauseThreshold < 0:
 		return nil, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+	case cfg.SkewBudget > MaxSkewBudget:
+		return nil, fmt.Errorf("%w: skew budget %v above %v", ErrInvalidConfig, cfg.SkewBudget, MaxSkewBudget)
 	case cfg.TTL-margin <= cfg.TTL/3+cfg.CallTimeout:
 		return nil, fmt.Errorf("%w: ttl %v less margin %v leaves no room for a renewal every %v taking up to %v",
 			ErrInvalidConfig, cfg.TTL, margin, cfg.TTL/3, cfg.CallTimeout)
@@ -423,19 +480,49 @@ func (k *Keeper) Load() (int64, error) {
 	return mark, nil
 }
 
-// Save implements generator.Checkpointer: it records mark to be written
-// to the store with the next renewal and on Release. It does no I/O; it
-// fails with a *FenceError when the generator is not bound to the current
-// lease.
-func (k *Keeper) Save(mark int64) error {
+// Save implements generator.Checkpointer: it records mark in the store
+// (Registry.Record, bounded by ctx and CallTimeout) before returning, so
+// that the mark a new holder reads is never below an ID this node issued.
+// A mark at or below one the store already holds costs no I/O; the
+// generator calls Save about once per Reserve/2. It fails with a
+// *FenceError when the generator is not bound to the current lease, and
+// with the store's error (ErrUnavailable, ErrLost) when the store did not
+// take the mark; after ErrLost the fence is closed at once. With
+// DisableMarkWriteThrough it only keeps the mark for the next renewal.
+func (k *Keeper) Save(ctx context.Context, mark int64) error {
 	g := k.bound.Load()
 	if g == nil || g != k.cur.Load() {
 		return k.fenceErr(g)
 	}
+	raise(&k.mark, mark)
+	if k.cfg.DisableMarkWriteThrough || mark <= g.stored.Load() {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, k.cfg.CallTimeout)
+	err := k.cfg.Registry.Record(cctx, g.leaseNow(), mark)
+	cancel()
+	if err != nil {
+		k.nRecordErr.Add(1)
+		if errors.Is(err, ErrLost) {
+			if g.closeFence(ReasonLost, err) {
+				k.nFenced.Add(1)
+			}
+			k.force.Store(true) // the next Tick finds out and re-acquires
+			k.poke()
+		}
+		return fmt.Errorf("worker %d: recording mark %d: %w", g.workerID, mark, err)
+	}
+	k.nRecord.Add(1)
+	raise(&g.stored, mark)
+	return nil
+}
+
+// raise sets v to x when x is greater.
+func raise(v *atomic.Int64, x int64) {
 	for {
-		old := k.mark.Load()
-		if mark <= old || k.mark.CompareAndSwap(old, mark) {
-			return nil
+		old := v.Load()
+		if x <= old || v.CompareAndSwap(old, x) {
+			return
 		}
 	}
 }
@@ -493,7 +580,11 @@ func (k *Keeper) Rebind() (Lease, error) {
 	if g == nil {
 		return Lease{}, k.fenceErr(k.bound.Load())
 	}
-	if old := k.bound.Swap(g); old != g && (old == nil || old.workerID != g.workerID) {
+	old := k.bound.Swap(g)
+	if old != nil && old != g {
+		k.nRebind.Add(1)
+	}
+	if old != g && (old == nil || old.workerID != g.workerID) {
 		k.mark.Store(0)
 	}
 	return g.leaseNow(), nil
@@ -525,18 +616,23 @@ func (k *Keeper) State() State {
 // Stats returns the Keeper's counters.
 func (k *Keeper) Stats() KeeperStats {
 	s := KeeperStats{
-		State:        k.State(),
-		WorkerID:     -1,
-		Acquisitions: k.nAcq.Load(),
-		AcquireErrs:  k.nAcqErr.Load(),
-		RenewOK:      k.nOK.Load(),
-		RenewFailed:  k.nFail.Load(),
-		RenewLost:    k.nLost.Load(),
-		Fenced:       k.nFenced.Load(),
-		ClockJumps:   k.nJumps.Load(),
-		HandoffWaits: k.nHandoff.Load(),
-		HandoffWait:  time.Duration(k.handoffWait.Load()),
-		MarkMs:       k.mark.Load(),
+		State:       k.State(),
+		WorkerID:    -1,
+		HandoffWait: time.Duration(k.handoffWait.Load()),
+		MarkMs:      k.mark.Load(),
+		Counters: Counters{
+			Acquisitions:  k.nAcq.Load(),
+			AcquireErrors: k.nAcqErr.Load(),
+			RenewOK:       k.nOK.Load(),
+			RenewFailed:   k.nFail.Load(),
+			RenewLost:     k.nLost.Load(),
+			Records:       k.nRecord.Load(),
+			RecordErrors:  k.nRecordErr.Load(),
+			Fenced:        k.nFenced.Load(),
+			ClockJumps:    k.nJumps.Load(),
+			HandoffWaits:  k.nHandoff.Load(),
+			Rebinds:       k.nRebind.Load(),
+		},
 	}
 	if g := k.cur.Load(); g != nil {
 		l := g.leaseNow()
@@ -677,6 +773,17 @@ func (k *Keeper) Tick(ctx context.Context) time.Duration {
 	return wait
 }
 
+// requestConfigError reports a KeeperConfig whose Request fields are out of
+// range: "lease: invalid config: holder ..." (one prefix, not the config's
+// and the request's), matching both ErrInvalidConfig and ErrInvalidRequest.
+type requestConfigError struct{ err error }
+
+func (e requestConfigError) Error() string {
+	return ErrInvalidConfig.Error() + strings.TrimPrefix(e.err.Error(), ErrInvalidRequest.Error())
+}
+
+func (e requestConfigError) Unwrap() []error { return []error{ErrInvalidConfig, e.err} }
+
 func (k *Keeper) emit(ev Event) {
 	if k.cfg.OnChange != nil {
 		k.cfg.OnChange(ev)
@@ -729,6 +836,7 @@ func (k *Keeper) renewLocked(ctx context.Context, g *grant) (time.Duration, *Eve
 	case err == nil:
 		k.nOK.Add(1)
 		k.tick.failures = 0
+		raise(&g.stored, nl.LastIssuedMs)
 		g.mu.Lock()
 		g.mu.lease = nl
 		reopened := g.mu.epoch == epoch
@@ -797,6 +905,7 @@ func (k *Keeper) acquireLocked(ctx context.Context) (*Event, error) {
 	}
 	k.nAcq.Add(1)
 	g := &grant{workerID: l.WorkerID, token: l.Token}
+	g.stored.Store(l.LastIssuedMs)
 	g.mu.lease = l
 	g.validUntil.Store(sent + k.validity)
 	k.offset.Store(wall - sent)

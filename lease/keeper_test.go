@@ -181,7 +181,7 @@ func TestKeeperFencesAtMarginBeforeStoreExpiry(t *testing.T) {
 func TestKeeperReacquiresAnotherWorker(t *testing.T) {
 	r := newRig(t, nil)
 	first := r.acquire()
-	if err := r.k.Save(first.LeasedUntil.UnixMilli()); err != nil {
+	if err := r.k.Save(context.Background(), first.LeasedUntil.UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	r.mem.SetAvailable(false)
@@ -202,7 +202,7 @@ func TestKeeperReacquiresAnotherWorker(t *testing.T) {
 	if _, err := r.k.Load(); err == nil {
 		t.Errorf("Load for the old binding succeeded")
 	}
-	if err := r.k.Save(1); err == nil {
+	if err := r.k.Save(context.Background(), 1); err == nil {
 		t.Errorf("Save for the old binding succeeded")
 	}
 	last := r.events[len(r.events)-1]
@@ -233,7 +233,7 @@ func TestKeeperReacquiresSameWorker(t *testing.T) {
 	first := r.acquire()
 	wall, _ := r.clock.Now()
 	mark := wall/1e6 + int64(2*ttl/time.Millisecond) // reserved far ahead, never renewed into the store
-	if err := r.k.Save(mark); err != nil {
+	if err := r.k.Save(context.Background(), mark); err != nil {
 		t.Fatal(err)
 	}
 	r.mem.SetAvailable(false)
@@ -272,12 +272,12 @@ func TestKeeperHandoffGuard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, func(c *lease.KeeperConfig) { c.Range = lease.Range{Min: 4, Max: 4} })
 			r.acquire()
-			if err := r.k.Save(4000); err != nil {
+			if err := r.k.Save(context.Background(), 4000); err != nil {
 				t.Fatal(err)
 			}
 			r.clock.Advance(ttl / 3)
 			r.tick() // the renewal writes 4000
-			if err := r.k.Save(5000); err != nil {
+			if err := r.k.Save(context.Background(), 5000); err != nil {
 				t.Fatal(err)
 			}
 			if err := r.k.Release(context.Background()); err != nil { // writes 5000
@@ -382,7 +382,7 @@ func TestKeeperRunLoop(t *testing.T) {
 		r.clock.Advance(ttl / 3)
 		waitUntil(t, "a renewal", func() bool { return r.k.Stats().RenewOK == uint64(i) && r.clock.Waiters() == 1 })
 	}
-	if err := r.k.Save(777); err != nil {
+	if err := r.k.Save(context.Background(), 777); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.k.Release(context.Background()); err != nil {
@@ -504,7 +504,7 @@ func TestKeeperTryAcquire(t *testing.T) {
 	if again, err := r.k.TryAcquire(context.Background()); err != nil || again.Token != l.Token {
 		t.Fatalf("second TryAcquire = %v, %v; want the held lease", again, err)
 	}
-	if st := r.k.Stats(); st.Acquisitions != 1 || st.AcquireErrs != 1 {
+	if st := r.k.Stats(); st.Acquisitions != 1 || st.AcquireErrors != 1 {
 		t.Errorf("stats %+v", st)
 	}
 }

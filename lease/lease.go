@@ -7,7 +7,8 @@
 // Keeper holds one lease for a node, renews it, and is the generator's
 // Fence and Checkpointer: the generator issues only while the Keeper holds
 // an unexpired lease by its own monotonic clock, and a new holder starts
-// only after the previous holder's last issued time (the handoff guard).
+// only after the previous holder's mark (the handoff guard), which the
+// Keeper records in the store before the generator issues past it.
 //
 // Time in this package comes only through generator.Clock; functions of
 // time take the time they are given (Lease.ExpiredAt).
@@ -31,8 +32,10 @@ import (
 //   - a lease's Token is strictly greater than every earlier lease's Token
 //     on the same worker ID;
 //   - expiry is decided by the store's clock (LeasedUntil is store time);
-//   - LastIssuedMs survives release and expiry and is handed to the next
-//     holder of the worker ID.
+//   - LastIssuedMs never decreases; it survives release and expiry and
+//     is handed to the next holder of the worker ID;
+//   - a write by a lease that is no longer held (Renew, Record, Release)
+//     changes nothing.
 type Registry interface {
 	// Acquire grants a lease on one worker ID in req.Range, in this order
 	// of preference: the worker ID this holder held last if it is free (or
@@ -47,6 +50,12 @@ type Registry interface {
 	// It fails with ErrLost when l has expired, was released, or another
 	// holder has the worker ID; the returned Lease has the new LeasedUntil.
 	Renew(ctx context.Context, l Lease, lastIssuedMs int64) (Lease, error)
+	// Record stores lastIssuedMs for l's worker ID, kept as the maximum of the
+	// stored and given values, while l is still held, without extending it. It
+	// fails with ErrLost when l has expired, was released, or another holder has
+	// the worker ID (nothing is written), and with ErrUnavailable when the store
+	// cannot be reached or did not answer in time.
+	Record(ctx context.Context, l Lease, lastIssuedMs int64) error
 	// Release ends l at once, recording lastIssuedMs for the next holder.
 	// It fails with ErrLost when l was no longer held (nothing is written).
 	Release(ctx context.Context, l Lease, lastIssuedMs int64) error

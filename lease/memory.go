@@ -162,6 +162,21 @@ func (m *Memory) Renew(ctx context.Context, l Lease, lastIssuedMs int64) (Lease,
 	return s.lease(l.WorkerID), nil
 }
 
+// Record implements Registry.
+func (m *Memory) Record(ctx context.Context, l Lease, lastIssuedMs int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.checkLocked(ctx); err != nil {
+		return err
+	}
+	s, err := m.heldLocked(l, m.now())
+	if err != nil {
+		return err
+	}
+	s.last = max(s.last, lastIssuedMs)
+	return nil
+}
+
 // Release implements Registry.
 func (m *Memory) Release(ctx context.Context, l Lease, lastIssuedMs int64) error {
 	m.mu.Lock()

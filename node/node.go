@@ -105,6 +105,10 @@ type Controls struct {
 	NoPauseCheck bool
 	// NoFence lets the node issue whether it holds its lease or not.
 	NoFence bool
+	// NoMarkWriteThrough records the node's mark in the lease store only
+	// at renewal and release, so after a crash the stored mark lags what
+	// was issued.
+	NoMarkWriteThrough bool
 }
 
 // ErrStopped is returned by Issue on a node that is stopped.
@@ -122,7 +126,6 @@ type Node struct {
 	// gen is the generator serving now; nil once stopped.
 	gen       atomic.Pointer[generator.Generator]
 	rebindDue atomic.Bool
-	rebinds   atomic.Uint64
 
 	// mu serialises the lifecycle: rebuilding the generator on a new lease
 	// and stopping. settings is the current generator's, for a rebuild.
@@ -197,15 +200,16 @@ func (n *Node) acquire(ctx context.Context, s *generator.Settings) error {
 	}
 	layout := s.Layout.Normalize()
 	kc := lease.KeeperConfig{
-		Registry:            lc.Registry,
-		Holder:              lc.Holder,
-		Range:               lease.NodeRange(layout.NodeBits),
-		Prefer:              []int64{s.Node},
-		TTL:                 lc.TTL,
-		Clock:               s.Clock,
-		SkewBudget:          lc.SkewBudget,
-		DisableHandoffGuard: lc.Controls.NoHandoffGuard,
-		OnChange:            n.leaseChanged,
+		Registry:                lc.Registry,
+		Holder:                  lc.Holder,
+		Range:                   lease.NodeRange(layout.NodeBits),
+		Prefer:                  []int64{s.Node},
+		TTL:                     lc.TTL,
+		Clock:                   s.Clock,
+		SkewBudget:              lc.SkewBudget,
+		DisableHandoffGuard:     lc.Controls.NoHandoffGuard,
+		DisableMarkWriteThrough: lc.Controls.NoMarkWriteThrough,
+		OnChange:                n.leaseChanged,
 	}
 	if lc.Range != nil {
 		kc.Range = *lc.Range
@@ -253,22 +257,28 @@ func (n *Node) serve(g *generator.Generator) {
 	}
 }
 
-// leaseChanged is the keeper's OnChange: it logs the change and, when the
-// keeper acquired a lease the generator is not bound to, marks a rebind
-// due (Maintain does it, or Run's loop, woken here).
+// leaseChanged is the keeper's OnChange: it logs the change (INFO when the
+// lease is held or released, WARN while renewals fail and when it is lost:
+// the node then refuses IDs until it holds one again) and, when the keeper
+// acquired a lease the generator is not bound to, has the generator
+// rebuilt (Maintain does it, or Run, in a goroutine of its own).
 func (n *Node) leaseChanged(ev lease.Event) {
-	level := slog.LevelInfo
-	if ev.State == lease.StateLost || ev.State == lease.StateRenewing {
-		level = slog.LevelWarn
-	}
+	level, msg := slog.LevelInfo, "lease state"
 	attrs := []any{"state", ev.State.String(), "worker", ev.Lease.WorkerID}
-	if ev.State == lease.StateLost {
+	switch ev.State {
+	case lease.StateRenewing:
+		level, msg = slog.LevelWarn, "lease renewals failing: the node issues within the safety margin"
+	case lease.StateLost:
+		level, msg = slog.LevelWarn, "lease lost: the node refuses IDs until it holds a lease again"
 		attrs = append(attrs, "reason", ev.Reason.String())
 	}
 	if ev.Err != nil {
 		attrs = append(attrs, "err", ev.Err)
 	}
-	n.log.Log(context.Background(), level, "lease state", attrs...)
+	if ev.Rebind {
+		attrs = append(attrs, "rebind", true)
+	}
+	n.log.Log(context.Background(), level, msg, attrs...)
 	if !ev.Rebind {
 		return
 	}
@@ -313,11 +323,8 @@ func (n *Node) Worker() int64 {
 	return -1
 }
 
-// Rebinds returns how many times the node rebuilt its generator on a new
-// lease.
-func (n *Node) Rebinds() uint64 { return n.rebinds.Load() }
-
-// LeaseStats returns the keeper's counters (zero without a lease).
+// LeaseStats returns the keeper's state and counters (zero without a
+// lease); Counters.Rebinds counts the generators rebuilt on a new lease.
 func (n *Node) LeaseStats() lease.KeeperStats {
 	if n.keeper == nil {
 		return lease.KeeperStats{WorkerID: -1}
@@ -400,7 +407,6 @@ func (n *Node) rebind() {
 	}
 	n.mu.settings = s
 	n.serve(g)
-	n.rebinds.Add(1)
 	if n.cfg.OnRebind != nil {
 		n.cfg.OnRebind(g)
 	}

@@ -28,7 +28,7 @@ func (d *disk) Load() (int64, error) {
 	return d.mark, nil
 }
 
-func (d *disk) Save(mark int64) error {
+func (d *disk) Save(_ context.Context, mark int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.mark = max(d.mark, mark)
@@ -240,8 +240,8 @@ func TestNodeRebind(t *testing.T) {
 		a.Maintain(context.Background())
 		b.Maintain(context.Background())
 	}
-	if a.Worker() != 1 || a.Rebinds() != 1 || len(rebound) != 1 || rebound[0] != a.Generator() {
-		t.Fatalf("after the store came back: worker %d, rebinds %d, OnRebind calls %d; want worker 1, one rebind", a.Worker(), a.Rebinds(), len(rebound))
+	if a.Worker() != 1 || a.LeaseStats().Rebinds != 1 || len(rebound) != 1 || rebound[0] != a.Generator() {
+		t.Fatalf("after the store came back: worker %d, rebinds %d, OnRebind calls %d; want worker 1, one rebind", a.Worker(), a.LeaseStats().Rebinds, len(rebound))
 	}
 	if w := generator.DefaultLayout().Decode(issue(t, a, 1)[0]).Node; w != 1 {
 		t.Fatalf("rebuilt generator issues on worker %d, want 1", w)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 )
@@ -18,14 +19,14 @@ func TestSuggestScenarioParses(t *testing.T) {
 		name   string
 		cfg    Config
 		resp   []Sample
-		faults []scenario.Kind
+		faults []faults.Kind
 	}{
 		{"suggest-step-back", Config{Policy: generator.PolicyWait, MaxWait: 100 * time.Millisecond},
-			[]Sample{{Response: skewed(local, 300*time.Millisecond)}}, []scenario.Kind{scenario.KindStep}},
+			[]Sample{{Response: skewed(local, 300*time.Millisecond)}}, []faults.Kind{faults.KindStep}},
 		{"suggest-step-forward", Config{Policy: generator.PolicyRefuse},
-			[]Sample{{Response: skewed(local, -2*time.Second)}}, []scenario.Kind{scenario.KindStep}},
+			[]Sample{{Response: skewed(local, -2*time.Second)}}, []faults.Kind{faults.KindStep}},
 		{"suggest-within-threshold-leap", Config{Policy: generator.PolicyLogical, MaxLead: 200 * time.Millisecond},
-			[]Sample{{Response: skewed(leapIns, 5*time.Millisecond)}}, []scenario.Kind{scenario.KindStep, scenario.KindLeap}},
+			[]Sample{{Response: skewed(leapIns, 5*time.Millisecond)}}, []faults.Kind{faults.KindStep, faults.KindLeap}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Evaluate(tc.cfg, []ServerResult{Summarize("a:123", tc.resp, tc.cfg)})
@@ -46,7 +47,7 @@ func TestSuggestScenarioParses(t *testing.T) {
 			if s.Nodes[0].ClockOffset != -r.Offset {
 				t.Errorf("clock_offset %v, want %v", s.Nodes[0].ClockOffset, -r.Offset)
 			}
-			var kinds []scenario.Kind
+			var kinds []faults.Kind
 			for _, f := range s.Faults {
 				kinds = append(kinds, f.Kind)
 				if f.At+f.Span(s.Duration-f.At) > s.Duration {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"mime"
 	"net/http"
 	"strconv"
@@ -49,18 +48,16 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 // Fault kinds the admin API accepts, besides those of package faults.
-const (
-	// KindRelease ends a Freeze (faults.Clock.Release).
-	KindRelease = "release"
-)
+const ()
 
 // FaultRequest is the body of POST /admin/v1/faults: one fault and its
 // parameters. Each kind takes exactly the parameters listed; any other
-// parameter set is an error, so a misspelt scenario fails loudly.
+// parameter set is an error, so a misspelt scenario fails loudly. Every
+// value is bounded (FaultKinds has the table; docs/http-api.md prints it).
 //
 //	step    by            wall += by at once (negative: back)
-//	freeze  for           wall stands still for `for` (0: until release)
-//	release               ends a freeze
+//	freeze  [for]         wall stands still for `for` (0 or absent: until release)
+//	release               ends a freeze or a pause
 //	leap    at | in       a leap second at `at` (RFC 3339) or `in` from the clock's now
 //	smear   by, window    wall moves by `by` linearly over `window`
 //	slew    by, [ppm]     wall moves by `by` at ppm (0: 500)
@@ -68,15 +65,15 @@ const (
 //	pause   for           wall and mono stand still for `for`
 //	jitter  max, [seed]   readings jitter by up to max (max 0 removes it)
 type FaultRequest struct {
-	Kind   string    `json:"kind"`             // the fault kind, as above
-	By     *Duration `json:"by,omitempty"`     // how far the wall clock moves (step, smear, slew)
-	For    *Duration `json:"for,omitempty"`    // how long it lasts (freeze, pause)
-	Window *Duration `json:"window,omitempty"` // a smear's window
-	PPM    *float64  `json:"ppm,omitempty"`    // a slew's or drift's rate, parts per million
-	At     *string   `json:"at,omitempty"`     // a leap second's instant, RFC 3339
-	In     *Duration `json:"in,omitempty"`     // a leap second's delay from the clock's now
-	Max    *Duration `json:"max,omitempty"`    // a jitter's bound
-	Seed   *uint64   `json:"seed,omitempty"`   // a jitter's random seed
+	Kind   faults.Kind `json:"kind"`             // the fault kind, as above
+	By     *Duration   `json:"by,omitempty"`     // how far the wall clock moves (step, smear, slew)
+	For    *Duration   `json:"for,omitempty"`    // how long it lasts (freeze, pause)
+	Window *Duration   `json:"window,omitempty"` // a smear's window
+	PPM    *float64    `json:"ppm,omitempty"`    // a slew's or drift's rate, parts per million
+	At     *string     `json:"at,omitempty"`     // a leap second's instant, RFC 3339
+	In     *Duration   `json:"in,omitempty"`     // a leap second's delay from the clock's now
+	Max    *Duration   `json:"max,omitempty"`    // a jitter's bound
+	Seed   *uint64     `json:"seed,omitempty"`   // a jitter's random seed
 }
 
 // Ptr returns a pointer to v, for building a FaultRequest.
@@ -97,139 +94,39 @@ func (r FaultRequest) params() []string {
 	return out
 }
 
-// faultParams says, per kind, which parameters are required and allowed.
-var faultParams = map[string]struct{ required, optional []string }{
-	faults.KindStep:   {required: []string{"by"}},
-	faults.KindFreeze: {optional: []string{"for"}},
-	KindRelease:       {},
-	faults.KindLeap:   {optional: []string{"at", "in"}},
-	faults.KindSmear:  {required: []string{"by", "window"}},
-	faults.KindSlew:   {required: []string{"by"}, optional: []string{"ppm"}},
-	faults.KindDrift:  {required: []string{"ppm"}},
-	faults.KindPause:  {required: []string{"for"}},
-	faults.KindJitter: {required: []string{"max"}, optional: []string{"seed"}},
-}
-
-// Validate checks the kind and its parameters; the error names the bad
-// value.
-func (r FaultRequest) Validate() error {
-	spec, ok := faultParams[r.Kind]
-	if !ok {
-		return fmt.Errorf("unknown kind %s (want step, freeze, release, leap, smear, slew, drift, pause or jitter)", quote(r.Kind))
-	}
-	set := r.params()
-	has := func(p string) bool {
-		for _, s := range set {
-			if s == p {
-				return true
-			}
-		}
-		return false
-	}
-	for _, p := range spec.required {
-		if !has(p) {
-			return fmt.Errorf("%s needs parameter %q", r.Kind, p)
-		}
-	}
-	for _, p := range set {
-		allowed := false
-		for _, a := range append(spec.required, spec.optional...) {
-			allowed = allowed || a == p
-		}
-		if !allowed {
-			return fmt.Errorf("parameter %q does not apply to %s", p, r.Kind)
-		}
-	}
-	switch r.Kind {
-	case faults.KindLeap:
-		if has("at") == has("in") {
-			return errors.New("leap needs exactly one of \"at\" (RFC 3339) and \"in\" (duration)")
-		}
-		if r.At != nil {
-			if _, err := time.Parse(time.RFC3339Nano, *r.At); err != nil {
-				return fmt.Errorf("leap at %s is not an RFC 3339 time", quote(*r.At))
-			}
-		}
-		if r.In != nil && *r.In < 0 {
-			return fmt.Errorf("leap in %v is negative", time.Duration(*r.In))
-		}
-	case faults.KindFreeze:
-		if r.For != nil && *r.For < 0 {
-			return fmt.Errorf("freeze for %v is negative", time.Duration(*r.For))
-		}
-	case faults.KindPause:
-		if *r.For <= 0 {
-			return fmt.Errorf("pause for %v is not positive", time.Duration(*r.For))
-		}
-	case faults.KindSmear:
-		if *r.Window <= 0 {
-			return fmt.Errorf("smear window %v is not positive", time.Duration(*r.Window))
-		}
-	case faults.KindSlew:
-		if r.PPM != nil && (*r.PPM < 0 || *r.PPM > 1e6) {
-			return fmt.Errorf("slew ppm %v out of range [0, 1e6]", *r.PPM)
-		}
-	case faults.KindDrift:
-		if *r.PPM < -1e6 || *r.PPM > 1e6 || *r.PPM != *r.PPM {
-			return fmt.Errorf("drift ppm %v out of range [-1e6, 1e6]", *r.PPM)
-		}
-	}
-	return nil
-}
-
-// Apply injects the fault into c. Call Validate first.
-func (r FaultRequest) Apply(c *faults.Clock) {
+// Fault returns the request as a fault of the vocabulary, reading c's
+// wall clock for a leap given as a delay. Call Validate (and CheckAgainst)
+// first.
+func (r FaultRequest) Fault(c *faults.Clock) faults.Fault {
 	dur := func(d *Duration) time.Duration {
 		if d == nil {
 			return 0
 		}
 		return time.Duration(*d)
 	}
-	switch r.Kind {
-	case faults.KindStep:
-		c.Step(dur(r.By))
-	case faults.KindFreeze:
-		c.Freeze(dur(r.For))
-	case KindRelease:
-		c.Release()
-	case faults.KindLeap:
+	f := faults.Fault{Kind: r.Kind, By: dur(r.By), For: dur(r.For), Window: dur(r.Window), Max: dur(r.Max)}
+	if r.PPM != nil {
+		f.PPM = *r.PPM
+	}
+	if r.Seed != nil {
+		f.Seed = *r.Seed
+	}
+	if r.Kind == faults.KindLeap {
 		if r.At != nil {
-			at, _ := time.Parse(time.RFC3339Nano, *r.At)
-			c.Leap(at)
+			f.At, _ = time.Parse(time.RFC3339Nano, *r.At)
 		} else {
 			wall, _ := c.Now()
-			c.Leap(time.Unix(0, wall).Add(dur(r.In)))
+			f.At = time.Unix(0, wall).Add(dur(r.In))
 		}
-	case faults.KindSmear:
-		c.Smear(dur(r.By), dur(r.Window))
-	case faults.KindSlew:
-		ppm := 0.0
-		if r.PPM != nil {
-			ppm = *r.PPM
-		}
-		c.Slew(dur(r.By), ppm)
-	case faults.KindDrift:
-		c.Drift(*r.PPM)
-	case faults.KindPause:
-		c.Pause(dur(r.For))
-	case faults.KindJitter:
-		var rng *rand.Rand
-		if dur(r.Max) > 0 {
-			seed := uint64(0)
-			if r.Seed != nil {
-				seed = *r.Seed
-			}
-			rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-		}
-		c.Jitter(dur(r.Max), rng)
 	}
+	return f
 }
 
 // ActiveFault is one entry of FaultState.Active.
 type ActiveFault struct {
-	Kind   string    `json:"kind"`   // fault kind (faults.Kind*)
-	Detail string    `json:"detail"` // what it does and how far it got
-	Since  time.Time `json:"since"`  // the clock's wall time when it began
+	Kind   faults.Kind `json:"kind"`   // fault kind
+	Detail string      `json:"detail"` // what it does and how far it got
+	Since  time.Time   `json:"since"`  // the clock's wall time when it began
 }
 
 // FaultState is the body of every admin response: the clock's faults and
@@ -246,6 +143,9 @@ type FaultState struct {
 	MonoOffsetNs int64    `json:"mono_offset_ns"`
 	// Wall is the clock's wall reading.
 	Wall time.Time `json:"wall"`
+	// Warnings, in a POST response only, say what the fault's effects
+	// outlive (a forward fault on a node with a checkpoint persists).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // faultState reads the fault clock.
@@ -263,6 +163,33 @@ func (s *Server) faultState() FaultState {
 	return st
 }
 
+// ErrEmptyToken reports an admin token of whitespace only. Its text never
+// changes once published.
+var ErrEmptyToken = errors.New("server: admin token is empty after trimming whitespace")
+
+// CleanToken returns an admin token as the node compares it, configured
+// and presented alike: without leading and trailing whitespace (a token
+// file's or a secret's newline does not count). A non-empty s of
+// whitespace only is ErrEmptyToken; an empty s is "" (no token).
+func CleanToken(s string) (string, error) {
+	t := strings.TrimSpace(s)
+	if t == "" && s != "" {
+		return "", ErrEmptyToken
+	}
+	return t, nil
+}
+
+// adminAbsent answers /admin/... on a handler without the admin routes:
+// disabled (no token), or served on the separate admin listener.
+func (s *Server) adminAbsent(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.AdminToken != "" {
+		writeError(w, http.StatusNotFound, errNotFound, "no route for "+quote(r.URL.Path)+": the admin API is served on the admin listener (--admin-addr)")
+		return
+	}
+	writeError(w, http.StatusNotFound, errAdminDisabled, "the admin fault API is disabled: start the node with an admin token "+
+		"(SNOWCHAOS_ADMIN_TOKEN, --admin-token-file or --admin-token) on a loopback address, or with --admin-allow-remote")
+}
+
 // adminOnly checks the bearer token before h: 401 without credentials, 403
 // with a wrong token (compared in constant time over SHA-256 digests, so
 // neither the content nor the length of the token leaks).
@@ -270,7 +197,8 @@ func (s *Server) adminOnly(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		scheme, tok, ok := strings.Cut(auth, " ")
-		if auth == "" || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		tok, _ = CleanToken(tok)
+		if auth == "" || !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="snowchaos-admin"`)
 			detail := "missing bearer token (send Authorization: Bearer <token>)"
 			if auth != "" {
@@ -279,7 +207,7 @@ func (s *Server) adminOnly(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnauthorized, errUnauthorized, detail)
 			return
 		}
-		got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+		got := sha256.Sum256([]byte(tok))
 		if subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) != 1 {
 			writeError(w, http.StatusForbidden, errForbidden, "wrong admin token")
 			return
@@ -339,7 +267,45 @@ func (s *Server) handleFaultsPost(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errBadFault, err.Error())
 		return
 	}
-	req.Apply(s.cfg.FaultClock)
+	c := s.cfg.FaultClock
+	s.adminMu.Lock() // the check and the injection see one clock state
+	wall, _ := c.Now()
+	if err := req.CheckAgainst(wall, c.Offset(), len(c.Active())); err != nil {
+		s.adminMu.Unlock()
+		code, short := http.StatusBadRequest, errBadFault
+		if errors.Is(err, ErrFaultConflict) {
+			code, short = http.StatusConflict, errConflict
+		}
+		writeError(w, code, short, err.Error())
+		return
+	}
+	_ = req.Fault(c).ApplyTo(c) // validated: a clock fault
+	st := s.faultState()
+	s.adminMu.Unlock()
+	st.Warnings = s.faultWarnings(req)
 	s.log.Info("admin: fault injected", "kind", req.Kind, "params", req.params())
-	writeJSON(w, http.StatusOK, s.faultState())
+	writeJSON(w, http.StatusOK, st)
+}
+
+// faultWarnings says what a request's effects outlive: a fault that can
+// move the wall ahead, on a node with a checkpoint, moves the persisted
+// mark, which survives a revert and a restart.
+func (s *Server) faultWarnings(req FaultRequest) []string {
+	spec, _ := lookupKind(req.Kind)
+	if !spec.Forward || s.gen.Load().Settings().Checkpoint == nil {
+		return nil
+	}
+	ahead := ""
+	switch {
+	case req.Kind == faults.KindDrift && *req.PPM > 0:
+		ahead = "ever further ahead of the real clock while the drift runs"
+	case req.Kind == faults.KindJitter && time.Duration(*req.Max) > 0:
+		ahead = "up to " + time.Duration(*req.Max).String() + " ahead of the real clock"
+	case req.By != nil && *req.By > 0:
+		ahead = "up to " + time.Duration(*req.By).String() + " ahead of the real clock"
+	default:
+		return nil
+	}
+	return []string{"the node persists its high-water mark (checkpoint): IDs issued while the clock runs ahead leave a mark " + ahead +
+		", which survives DELETE /admin/v1/faults and a restart: until the real clock passes it, the node issues no ID"}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -37,9 +36,26 @@ func setBodyHeaders(w http.ResponseWriter, ct []string, n int) {
 	h["Content-Length"] = []string{strconv.Itoa(n)}
 }
 
+// noQuery answers 400 and reports false when a route that takes no
+// query parameter got one.
+func noQuery(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.RawQuery == "" {
+		return true
+	}
+	if _, err := ParseQuery(r.URL.RawQuery); err != nil {
+		writeError(w, http.StatusBadRequest, errBadRequest, err.Error())
+		return false
+	}
+	return true
+}
+
 // handleID serves GET /v1/id.
 func (s *Server) handleID(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	if !noQuery(w, r) {
+		return
+	}
+	bud := s.budget.Load()
+	ctx, cancel := context.WithTimeoutCause(r.Context(), bud.d, bud.cause)
 	id, err := s.gen.Load().NextContext(ctx)
 	cancel()
 	if err != nil {
@@ -71,16 +87,10 @@ type batchBuf struct {
 func (s *Server) handleIDs(w http.ResponseWriter, r *http.Request) {
 	n := s.cfg.MaxBatch
 	if q := r.URL.RawQuery; q != "" {
-		vals, err := parseQuery(q)
+		vals, err := ParseQuery(q, "count")
 		if err != nil {
 			writeError(w, http.StatusBadRequest, errBadRequest, err.Error())
 			return
-		}
-		for k := range vals {
-			if k != "count" {
-				writeError(w, http.StatusBadRequest, errBadRequest, "unknown query parameter "+quote(k)+" (want count)")
-				return
-			}
 		}
 		if cs, ok := vals["count"]; ok {
 			if len(cs) != 1 {
@@ -99,7 +109,8 @@ func (s *Server) handleIDs(w http.ResponseWriter, r *http.Request) {
 		bb.ids = make([]generator.ID, n)
 	}
 	ids := bb.ids[:n]
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	bud := s.budget.Load()
+	ctx, cancel := context.WithTimeoutCause(r.Context(), bud.d, bud.cause)
 	got, err := s.gen.Load().NextNContext(ctx, ids)
 	cancel()
 	if got == 0 {
@@ -174,41 +185,6 @@ func incDecimal(d []byte) bool {
 	return false
 }
 
-// parseQuery parses a raw query strictly: a malformed escape or a ';' is an
-// error naming it (url.ParseQuery would only report the first).
-func parseQuery(q string) (map[string][]string, error) {
-	vals := map[string][]string{}
-	for q != "" {
-		var kv string
-		kv, q, _ = strings.Cut(q, "&")
-		if kv == "" {
-			continue
-		}
-		if strings.Contains(kv, ";") {
-			return nil, errors.New("query " + quote(kv) + " contains a semicolon")
-		}
-		k, v, _ := strings.Cut(kv, "=")
-		uk, err := unescape(k)
-		if err != nil {
-			return nil, errors.New("query key " + quote(k) + ": " + err.Error())
-		}
-		uv, err := unescape(v)
-		if err != nil {
-			return nil, errors.New("query value " + quote(v) + " of " + quote(uk) + ": " + err.Error())
-		}
-		vals[uk] = append(vals[uk], uv)
-	}
-	return vals, nil
-}
-
-// unescape is url.QueryUnescape without allocating when s has no escapes.
-func unescape(s string) (string, error) {
-	if !strings.ContainsAny(s, "%+") {
-		return s, nil
-	}
-	return url.QueryUnescape(s)
-}
-
 // DecodeResponse is the body of GET /v1/decode/{id}.
 type DecodeResponse struct {
 	// ID is the decoded ID, as a decimal string.
@@ -230,6 +206,9 @@ type DecodeResponse struct {
 
 // handleDecode serves GET /v1/decode/{id}.
 func (s *Server) handleDecode(w http.ResponseWriter, r *http.Request) {
+	if !noQuery(w, r) {
+		return
+	}
 	id, err := ParseDecodePath(r.URL.EscapedPath())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, errInvalidID, err.Error())
@@ -259,7 +238,35 @@ type Info struct {
 	// Admin reports whether the admin fault API is enabled.
 	Admin bool `json:"admin"`
 	// Stats is the generator's counters.
-	Stats generator.Stats `json:"stats"`
+	Stats InfoStats `json:"stats"`
+}
+
+// InfoStats is generator.Stats as JSON, with the same meanings.
+type InfoStats struct {
+	Issued           uint64 `json:"issued"`
+	RewindsWaited    uint64 `json:"rewinds_waited"`
+	RewindsLogical   uint64 `json:"rewinds_logical"`
+	RewindsRefused   uint64 `json:"rewinds_refused"`
+	LastRewindWallNs int64  `json:"last_rewind_wall_ns"` // Unix ns, 0 if none
+	LastRewindByNs   int64  `json:"last_rewind_by_ns"`
+	Exhaustions      uint64 `json:"exhaustions"`
+	Refusals         uint64 `json:"refusals"`
+	LeadNs           int64  `json:"lead_ns"`
+	MaxLeadNs        int64  `json:"max_lead_ns"`
+	MarkMs           int64  `json:"mark_ms"` // Unix ms, 0 without a checkpoint
+	CheckpointWrites uint64 `json:"checkpoint_writes"`
+	CheckpointErrors uint64 `json:"checkpoint_errors"`
+	LastTick         int64  `json:"last_tick"`
+}
+
+// NewInfoStats describes st.
+func NewInfoStats(st generator.Stats) InfoStats {
+	return InfoStats{
+		Issued: st.Issued, RewindsWaited: st.RewindsWaited, RewindsLogical: st.RewindsLogical, RewindsRefused: st.RewindsRefused,
+		LastRewindWallNs: st.LastRewindWall, LastRewindByNs: int64(st.LastRewindBy), Exhaustions: st.Exhaustions, Refusals: st.Refusals,
+		LeadNs: int64(st.Lead), MaxLeadNs: int64(st.MaxLead), MarkMs: st.MarkMs,
+		CheckpointWrites: st.CheckpointWrites, CheckpointErrors: st.CheckpointErrors, LastTick: st.LastTick,
+	}
 }
 
 // LayoutInfo is a layout as JSON.
@@ -297,7 +304,7 @@ func (s *Server) handleInfo(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, Info{
 		Node: st.Node, Layout: NewLayoutInfo(st.Layout), Policy: st.Policy.String(),
 		MaxWait: st.MaxWait.String(), MaxLead: st.MaxLead.String(), MaxBatch: s.cfg.MaxBatch,
-		Admin: s.cfg.AdminToken != "", Stats: g.Stats(),
+		Admin: s.cfg.AdminToken != "", Stats: NewInfoStats(g.Stats()),
 	})
 }
 
@@ -323,11 +330,19 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, Status{Status: "ready"})
 }
 
-// Ready returns nil when the node is ready: the generator's Ready and then
-// every ReadyCheck, the first failure named.
+// Ready returns nil when the node is ready: the generator's Ready, then
+// the fault clock's hold (see HoldError), then every ReadyCheck, the first
+// failure named.
 func (s *Server) Ready(ctx context.Context) error {
-	if err := s.gen.Load().Ready(); err != nil {
+	g := s.gen.Load()
+	if err := g.Ready(); err != nil {
 		return err
+	}
+	if c := s.cfg.FaultClock; c != nil {
+		kind, left := c.Hold()
+		if err := HoldError(kind, left, g.Settings().MaxWait); err != nil {
+			return err
+		}
 	}
 	for _, c := range s.cfg.ReadyChecks {
 		if err := c.Check(ctx); err != nil {

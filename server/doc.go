@@ -11,20 +11,25 @@
 //	GET    /v1/decode/{id}     the ID's time, node, datacenter, worker and sequence under the node's layout
 //	GET    /healthz            200 while the process serves
 //	GET    /readyz             200 when an ID call would issue now, 503 (Retry-After) otherwise
+//	                           (also while the fault clock is frozen or paused beyond the wait bound)
 //	GET    /metrics            Prometheus exposition of the node's registry
 //	POST   /admin/v1/faults    inject a clock fault (JSON FaultRequest)
 //	GET    /admin/v1/faults    active faults and the clock's offsets (FaultState)
 //	DELETE /admin/v1/faults    revert every fault
 //
 // Every error is JSON {"error": "...", "detail": "..."} with its status:
-// 400 for a bad query or ID (the detail names the value), 401/403 for the
-// admin API without or with a wrong token, 404, 405 with Allow, 413 for an
+// 400 for a bad query, ID or fault (the detail names the value and its
+// bound), 401/403 for the admin API without or with a wrong token, 404, 405
+// with Allow, 409 for a fault the clock's state refuses, 413 for an
 // oversized body, 503 with Retry-After while the generator refuses. IDs are
-// always decimal strings in JSON, never numbers.
+// always decimal strings in JSON, never numbers. docs/http-api.md is the
+// full reference; its fault section is generated from FaultKinds.
 //
 // Serve speaks HTTP/1.1 with keep-alive and, to clients that know it in
-// advance, unencrypted HTTP/2 (h2c), with read, write and idle timeouts and
-// a per-request deadline passed to the generator.
+// advance, unencrypted HTTP/2 (h2c), with read, write and idle timeouts, a
+// per-request deadline passed to the generator (capped at its MaxWait +
+// 250 ms) and a connection limit that closes the longest-idle connection
+// to make room, so a probe is always served (Config.MaxConns).
 //
 // Metrics: /metrics exposes Config.Registry, to which New adds
 // snowflake_http_requests_total{route,code} and
@@ -34,7 +39,9 @@
 // --ntp-max-offset), beside ntpcheck's snowflake_ntp_* series, so a
 // dashboard's threshold follows the configuration.
 //
-// The admin API exists only when Config.AdminToken is set; it then needs a
+// The admin API exists only when Config.AdminToken is set (without it,
+// /admin/... answers 404 saying how to enable it); it then needs a
 // faults.Clock and, unless Config.AdminAllowRemote, a loopback listener, so a
-// production node never exposes it by accident.
+// production node never exposes it by accident. Every fault parameter is
+// bounded (FaultKinds).
 package server

@@ -34,6 +34,8 @@ const (
 	errNotReady       = "not ready"
 	errInternal       = "internal error"
 	errBadFault       = "invalid fault"
+	errConflict       = "fault refused"
+	errAdminDisabled  = "admin API disabled"
 	errNotAcceptable  = "not acceptable"
 	errUnsupportedMed = "unsupported media type"
 )

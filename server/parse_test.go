@@ -15,7 +15,7 @@ func TestParseCount(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want int
-	}{{"1", 1}, {"4096", 4096}, {"0004", 4}, {"0", 0}, {"4097", 0}, {"-1", 0}, {"1e9", 0}, {"abc", 0}, {"", 0}, {" 1", 0}, {"1 ", 0}, {"99999999999999999999999999", 0}} {
+	}{{"1", 1}, {"4096", 4096}, {"10", 10}, {"0004", 0}, {"00005", 0}, {"01", 0}, {"0", 0}, {"00", 0}, {"4097", 0}, {"-1", 0}, {"1e9", 0}, {"abc", 0}, {"", 0}, {" 1", 0}, {"1 ", 0}, {"99999999999999999999999999", 0}} {
 		got, err := ParseCount(tc.in, 4096)
 		if tc.want == 0 {
 			if !errors.Is(err, ErrBadCount) || !strings.Contains(err.Error(), "count") {
@@ -34,12 +34,12 @@ func TestParseCount(t *testing.T) {
 
 // FuzzParseCount checks ParseCount against strconv.Atoi on every input.
 func FuzzParseCount(f *testing.F) {
-	for _, s := range []string{"1", "4096", "0", "-1", "1e9", "abc", "", "+1", "0x10", "٣", "4097", "18446744073709551617"} {
+	for _, s := range []string{"1", "4096", "0", "-1", "1e9", "abc", "", "+1", "0x10", "٣", "4097", "18446744073709551617", "00005"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := ParseCount(s, 4096)
-		digits := s != "" && strings.Trim(s, "0123456789") == ""
+		digits := s != "" && strings.Trim(s, "0123456789") == "" && s[0] != '0'
 		want, aerr := strconv.Atoi(s)
 		ok := digits && aerr == nil && want >= 1 && want <= 4096
 		if ok != (err == nil) {

@@ -100,7 +100,7 @@ type httpMetrics struct {
 }
 
 // commonCodes are the status codes whose counters are created at start.
-var commonCodes = []int{200, 400, 401, 403, 404, 405, 413, 415, 500, 503}
+var commonCodes = []int{200, 400, 401, 403, 404, 405, 409, 413, 415, 500, 503}
 
 // newHTTPMetrics registers the request metrics on reg.
 func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {

@@ -33,6 +33,14 @@ const (
 	DefaultShutdownTimeout   = 30 * time.Second
 	// MaxBatchLimit is the largest MaxBatch a Config may ask for.
 	MaxBatchLimit = 1 << 20
+	// MaxConnsLimit is the largest MaxConns a Config may ask for.
+	MaxConnsLimit = 1 << 20
+	// MaxTimeout bounds every timeout of a Config but IdleTimeout.
+	MaxTimeout = 10 * time.Minute
+	// MaxIdleTimeout bounds IdleTimeout.
+	MaxIdleTimeout = time.Hour
+	// adminMaxConns is the admin listener's connection limit.
+	adminMaxConns = 32
 )
 
 // Sentinel errors. Their text never changes once published.
@@ -62,7 +70,9 @@ type Config struct {
 	// admin API acts on it. Required when AdminToken is set.
 	FaultClock *faults.Clock
 	// AdminToken enables the admin fault API and is the bearer token it
-	// requires. Empty: no admin routes exist (404).
+	// requires, compared without surrounding whitespace (CleanToken); one
+	// of whitespace only is an error. Empty: the admin API is disabled
+	// (/admin/... answers 404 saying so and how to enable it).
 	AdminToken string
 	// AdminAllowRemote lets the admin API listen on a non-loopback address.
 	// False: Serve refuses such a listener with ErrAdminRemote.
@@ -71,13 +81,23 @@ type Config struct {
 	// Zero: 4096; at most MaxBatchLimit.
 	MaxBatch int
 	// RequestTimeout is the deadline of each ID request's context, passed to
-	// the generator (which also bounds its waits by Settings.MaxWait).
-	// Zero: 5 s.
+	// the generator (which also bounds its waits by Settings.MaxWait). It
+	// is capped at the generator's MaxWait + 250 ms of real time, so a call
+	// fails within the generator's bound even while the generator's
+	// monotonic clock stands still (a paused fault clock). Zero: 5 s.
 	RequestTimeout time.Duration
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
 	// http.Server timeouts. Zero: 5 s, 2×ReadHeaderTimeout,
-	// RequestTimeout + 5 s, and 120 s.
+	// RequestTimeout + 5 s, and 120 s. Each is at most MaxTimeout, except
+	// IdleTimeout, at most MaxIdleTimeout.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxConns bounds the connections the API listener keeps open. At the
+	// limit, or when the process runs out of descriptors, a new connection
+	// closes the longest-idle keep-alive connection; when none is idle it
+	// is answered 503 at once. Zero: the open-file limit less 64
+	// (DefaultMaxConns); at most MaxConnsLimit. The admin listener keeps
+	// at most 32.
+	MaxConns int
 	// MaxBodyBytes bounds a request body (only the admin API reads one).
 	// Zero: 64 KiB.
 	MaxBodyBytes int64
@@ -103,6 +123,7 @@ type Config struct {
 type Server struct {
 	cfg       Config
 	gen       atomic.Pointer[generator.Generator]
+	budget    atomic.Pointer[idBudget] // of gen
 	layout    generator.Layout
 	tokenHash [sha256.Size]byte
 	reg       *prometheus.Registry
@@ -114,12 +135,26 @@ type Server struct {
 	admin http.Handler // admin routes only
 
 	batchPool sync.Pool // *batchBuf
+
+	// lim is the API listener's connection limiter while Serve runs.
+	lim atomic.Pointer[connLimiter]
+
+	// adminMu serialises fault injections, so the bounds CheckAgainst
+	// checks hold when the fault is applied.
+	adminMu sync.Mutex
 }
 
 // New validates c and returns a Server. Errors wrap ErrConfig.
 func New(c Config) (*Server, error) {
 	if c.Generator == nil {
 		return nil, fmt.Errorf("%w: Generator is nil", ErrConfig)
+	}
+	if c.AdminToken != "" {
+		tok, err := CleanToken(c.AdminToken)
+		if err != nil {
+			return nil, fmt.Errorf("%w: AdminToken: %v", ErrConfig, err)
+		}
+		c.AdminToken = tok
 	}
 	if c.AdminToken != "" && c.FaultClock == nil {
 		return nil, fmt.Errorf("%w: AdminToken is set but FaultClock is nil (the admin API needs a fault clock)", ErrConfig)
@@ -130,20 +165,26 @@ func New(c Config) (*Server, error) {
 	if c.MaxBatch < 1 || c.MaxBatch > MaxBatchLimit {
 		return nil, fmt.Errorf("%w: MaxBatch %d out of range [1, %d]", ErrConfig, c.MaxBatch, MaxBatchLimit)
 	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns(openFileLimit())
+	}
+	if c.MaxConns < 1 || c.MaxConns > MaxConnsLimit {
+		return nil, fmt.Errorf("%w: MaxConns %d out of range [1, %d]", ErrConfig, c.MaxConns, MaxConnsLimit)
+	}
 	for _, d := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
+		name     string
+		v        *time.Duration
+		def, max time.Duration
 	}{
-		{"RequestTimeout", &c.RequestTimeout, DefaultRequestTimeout},
-		{"ReadHeaderTimeout", &c.ReadHeaderTimeout, DefaultReadHeaderTimeout},
-		{"ReadTimeout", &c.ReadTimeout, 0},
-		{"WriteTimeout", &c.WriteTimeout, 0},
-		{"IdleTimeout", &c.IdleTimeout, DefaultIdleTimeout},
-		{"ShutdownTimeout", &c.ShutdownTimeout, DefaultShutdownTimeout},
+		{"RequestTimeout", &c.RequestTimeout, DefaultRequestTimeout, MaxTimeout},
+		{"ReadHeaderTimeout", &c.ReadHeaderTimeout, DefaultReadHeaderTimeout, MaxTimeout},
+		{"ReadTimeout", &c.ReadTimeout, 0, MaxTimeout},
+		{"WriteTimeout", &c.WriteTimeout, 0, MaxTimeout},
+		{"IdleTimeout", &c.IdleTimeout, DefaultIdleTimeout, MaxIdleTimeout},
+		{"ShutdownTimeout", &c.ShutdownTimeout, DefaultShutdownTimeout, MaxTimeout},
 	} {
-		if *d.v < 0 {
-			return nil, fmt.Errorf("%w: %s %v is negative", ErrConfig, d.name, *d.v)
+		if *d.v < 0 || *d.v > d.max {
+			return nil, fmt.Errorf("%w: %s %v out of range [0, %v] (0: the default)", ErrConfig, d.name, *d.v, d.max)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
@@ -179,7 +220,7 @@ func New(c Config) (*Server, error) {
 		reg:    c.Registry,
 		log:    c.Logger,
 	}
-	s.gen.Store(c.Generator)
+	s.setGenerator(c.Generator)
 	if c.AdminToken != "" {
 		s.tokenHash = sha256.Sum256([]byte(c.AdminToken))
 	}
@@ -211,7 +252,15 @@ func (s *Server) SetGenerator(g *generator.Generator) (*generator.Generator, err
 	if l := g.Settings().Layout; l != s.layout {
 		return nil, fmt.Errorf("%w: new generator's layout %s differs from %s", ErrConfig, l.Name, s.layout.Name)
 	}
-	return s.gen.Swap(g), nil
+	old := s.gen.Load()
+	s.setGenerator(g)
+	return old, nil
+}
+
+// setGenerator serves g with its request budget.
+func (s *Server) setGenerator(g *generator.Generator) {
+	s.budget.Store(newIDBudget(s.cfg.RequestTimeout, g.Settings().MaxWait))
+	s.gen.Store(g)
 }
 
 // Registry returns the registry /metrics exposes.
@@ -248,6 +297,10 @@ func (s *Server) build(api, admin bool) http.Handler {
 			http.MethodPost:   s.adminOnly(s.handleFaultsPost),
 			http.MethodDelete: s.adminOnly(s.handleFaultsDelete),
 		}))
+	} else {
+		absent := s.route("/admin", methods{"*": s.adminAbsent})
+		mux.Handle("/admin", absent)
+		mux.Handle("/admin/", absent)
 	}
 	mux.Handle("/", s.route("other", methods{"*": notFound}))
 	var h http.Handler = mux
@@ -291,12 +344,14 @@ func (s *Server) Serve(ctx context.Context, main, admin net.Listener) error {
 	if admin != nil && s.cfg.AdminToken == "" {
 		return fmt.Errorf("%w: admin listener given without an admin token", ErrConfig)
 	}
+	lim := newConnLimiter(main, s.cfg.MaxConns)
+	s.lim.Store(lim)
 	servers := []*http.Server{s.httpServer(s.main)}
-	lns := []net.Listener{main}
+	lns := []net.Listener{lim}
 	if admin != nil {
 		servers[0] = s.httpServer(s.api)
 		servers = append(servers, s.httpServer(s.admin))
-		lns = append(lns, admin)
+		lns = append(lns, newConnLimiter(admin, min(adminMaxConns, s.cfg.MaxConns)))
 	}
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
@@ -351,8 +406,17 @@ func (s *Server) httpServer(h http.Handler) *http.Server {
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if lc, ok := c.(*limitedConn); ok {
+				lc.setIdle(st == http.StateIdle)
+			}
+		},
 	}
 }
+
+// MaxConns returns the API listener's connection limit (Config.MaxConns
+// with its default filled in).
+func (s *Server) MaxConns() int { return s.cfg.MaxConns }
 
 // IsLoopbackAddr reports whether a listener address is local only: a TCP
 // or UDP address on a loopback IP, or a Unix socket.

@@ -1,5 +1,6 @@
-// Package telemetry exports snowchaos's Prometheus metrics and connects the
-// generator's Observer to metrics and traces.
+// Package telemetry exports the product's Prometheus metrics (snowflake_*)
+// and connects the generator's Observer to metrics and traces. The
+// harness's own series (snowchaos_*) are harness/metrics'.
 //
 // Every component has its own collector and never touches the default
 // registry:
@@ -11,11 +12,10 @@
 //     also puts them on spans (package tracing).
 //   - LeaseCollector: the snowflake_lease_* series, fed by a lease keeper
 //     through LeaseMetrics.
-//   - HarnessMetrics: the snowchaos_* series of a scenario run.
 //
 // NewRegistry returns a registry with the Go and process collectors for a
 // served endpoint; Serve and Handler expose it with OpenMetrics (needed for
-// exemplars). METRICS.md lists every series.
+// exemplars). docs/metrics.md lists every series.
 //
 // Conventions: base units (seconds), _total on counters, every known label
 // value present from the start, and no IDs or unbounded values as labels:

@@ -48,17 +48,11 @@ func Example_server() {
 }
 
 // Several in-process generators sharing one registry (the harness), each
-// under a node label, plus the harness's own series.
-func Example_harness() {
+// under a node label.
+func Example_perNode() {
 	reg := telemetry.NewRegistry()
 	gc := telemetry.NewGeneratorCollector(telemetry.Options{PerNode: true})
-	h := telemetry.NewHarnessMetrics()
-	reg.MustRegister(gc, h)
-	h.Begin(telemetry.ScenarioInfo{
-		Scenario: "ntp-step", Target: "inprocess",
-		Windows:    []telemetry.FaultWindow{{Name: "step-back", Kind: telemetry.FaultStep}},
-		Invariants: []string{"no_duplicates"},
-	})
+	reg.MustRegister(gc)
 	for i, name := range []string{"node1", "node2"} {
 		obs := gc.MustNode(name)
 		g, err := generator.New(generator.Settings{Node: int64(i + 1), Observer: obs})
@@ -67,12 +61,6 @@ func Example_harness() {
 		}
 		obs.Attach(g)
 	}
-	h.FaultInjected(telemetry.FaultStep)
-	_ = h.SetWindow(telemetry.FaultWindow{Name: "step-back", Kind: telemetry.FaultStep}, true)
-	// ... run, verify ...
-	_ = h.SetWindow(telemetry.FaultWindow{Name: "step-back", Kind: telemetry.FaultStep}, false)
-	_ = h.SetVerdict("no_duplicates", telemetry.VerdictPass)
-	h.End()
 	fmt.Println(gc.Nodes())
 	// Output: [node1 node2]
 }

@@ -186,13 +186,13 @@ func NewGeneratorCollector(o Options) *GeneratorCollector {
 	c.issued = prometheus.NewDesc("snowflake_ids_issued_total",
 		"IDs issued by the generator.", vl(), nil)
 	c.rewinds = prometheus.NewDesc("snowflake_clock_rewinds_total",
-		"Calls that found the wall clock behind the last issued tick, by what the rewind policy did (waited, logical, refused).", vl("outcome"), nil)
+		"Calls that found the wall clock behind the last issued tick (or the start fence), by what the rewind policy did (waited, logical, refused); one rewind met by N concurrent calls counts N.", vl("outcome"), nil)
 	c.lastRewind = prometheus.NewDesc("snowflake_last_rewind_timestamp_seconds",
 		"Wall-clock time of the last detected rewind, Unix seconds; 0 before the first.", vl(), nil)
 	c.lastRewindSize = prometheus.NewDesc("snowflake_last_rewind_size_seconds",
 		"How far the clock stood behind at the last detected rewind, seconds; 0 before the first.", vl(), nil)
 	c.exhaustions = prometheus.NewDesc("snowflake_sequence_exhaustions_total",
-		"Ticks whose sequence ran out, so that a call had to wait for (or, under the logical policy, borrow) the next tick.", vl(), nil)
+		"Ticks whose sequence ran out, so that a call had to wait for (or, under the logical policy, borrow) the next tick; steady growth means demand at the layout's ceiling.", vl(), nil)
 	c.lead = prometheus.NewDesc("snowflake_logical_lead_seconds",
 		"Current lead of the generator's logical clock over the wall clock, seconds; 0 when in step.", vl(), nil)
 	c.maxLead = prometheus.NewDesc("snowflake_logical_lead_max_seconds",
@@ -204,7 +204,7 @@ func NewGeneratorCollector(o Options) *GeneratorCollector {
 	c.ready = prometheus.NewDesc("snowflake_ready",
 		"1 when a call now would issue an ID, else 0 (refusing after a rewind, start fence, fence closed, closed).", vl(), nil)
 	c.info = prometheus.NewDesc("snowflake_worker_info",
-		"Always 1: the generator's worker and datacenter IDs, layout and rewind policy. The only series with worker IDs as labels.",
+		"Always 1: the generator's worker and datacenter IDs, layout and rewind policy (datacenter_id is empty for a layout without a datacenter split; worker_id is then the whole node field). The only series with worker IDs as labels.",
 		vl("worker_id", "datacenter_id", "layout", "policy"), nil)
 	c.rewindSize = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "snowflake_clock_rewind_size_seconds",
@@ -213,12 +213,12 @@ func NewGeneratorCollector(o Options) *GeneratorCollector {
 	}, vl())
 	c.wait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "snowflake_wait_seconds",
-		Help:    "Time calls slept on the monotonic clock, by reason (rewind, sequence_exhausted), seconds.",
+		Help:    "Time calls slept on the monotonic clock, by reason (rewind, sequence_exhausted), seconds: one observation per call and reason, the total of its waits.",
 		Buckets: WaitBuckets,
 	}, vl("reason"))
 	c.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "snowflake_refusals_total",
-		Help: "Calls that returned an error instead of an ID, by reason.",
+		Help: "Calls that returned an error instead of an ID, by reason (canceled and deadline: the caller's context ended during a wait).",
 	}, vl("reason"))
 	c.nodes.opts = o
 	return c

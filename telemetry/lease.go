@@ -85,7 +85,7 @@ func NewLeaseCollector(o Options) *LeaseCollector {
 		}, with()),
 		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snowflake_lease_renewals_total",
-			Help: "Lease renewal attempts by result (ok, error, lost).",
+			Help: "Lease renewal attempts by result: ok (extended), error (the store did not answer; the lease may still be held), lost (no longer ours).",
 		}, with("result")),
 		handoff: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "snowflake_lease_handoff_wait_seconds",

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -164,15 +163,9 @@ func TestEveryKnownLabelValueFromTheStart(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	gc := telemetry.NewGeneratorCollector(telemetry.Options{})
 	lc := telemetry.NewLeaseCollector(telemetry.Options{})
-	h := telemetry.NewHarnessMetrics()
-	reg.MustRegister(gc, lc, h)
+	reg.MustRegister(gc, lc)
 	gc.MustNode("")
 	lc.MustNode("")
-	h.Begin(telemetry.ScenarioInfo{
-		Scenario: "ntp-step", Target: "inprocess",
-		Windows:    []telemetry.FaultWindow{{Name: "step-back", Kind: "step"}, {Name: "leap", Kind: "leap"}},
-		Invariants: []string{"no_duplicates", "order"},
-	})
 	fams := gather(t, reg)
 	counts := map[string]int{
 		"snowflake_ids_issued_total":                  1,
@@ -190,13 +183,6 @@ func TestEveryKnownLabelValueFromTheStart(t *testing.T) {
 		"snowflake_lease_expiry_timestamp_seconds":    1,
 		"snowflake_lease_renewals_total":              3,
 		"snowflake_lease_handoff_wait_seconds":        1,
-		"snowchaos_ids_checked_total":                 1,
-		"snowchaos_duplicates_total":                  1,
-		"snowchaos_order_violations_total":            1,
-		"snowchaos_faults_injected_total":             13,
-		"snowchaos_fault_window":                      2,
-		"snowchaos_scenario_info":                     1,
-		"snowchaos_verdict":                           2,
 	}
 	for name, want := range counts {
 		mf, ok := fams[name]
@@ -218,32 +204,22 @@ func TestEveryKnownLabelValueFromTheStart(t *testing.T) {
 	if _, ok := fams["snowflake_worker_info"]; ok {
 		t.Error("snowflake_worker_info exported before a generator was attached")
 	}
-	if v := value(sample(t, fams, "snowchaos_verdict", map[string]string{"invariant": "order"})); v != -1 {
-		t.Errorf("undecided verdict = %v, want -1", v)
-	}
 }
 
 // fullRegistry registers every collector (per-node generator and lease
-// collectors with scripted data, harness metrics) on a served registry.
+// collectors with scripted data) on a served registry.
 func fullRegistry(t *testing.T) *prometheus.Registry {
 	t.Helper()
 	reg := telemetry.NewRegistry()
 	gc := telemetry.NewGeneratorCollector(telemetry.Options{PerNode: true})
 	lc := telemetry.NewLeaseCollector(telemetry.Options{PerNode: true})
-	h := telemetry.NewHarnessMetrics()
-	reg.MustRegister(gc, lc, h)
+	reg.MustRegister(gc, lc)
 	runScript(t, gc)
 	lm := lc.MustNode("wait")
 	lm.SetState(telemetry.LeaseHeld)
 	lm.SetExpiry(time.Unix(1_800_000_000, 0))
 	lm.ObserveRenewal(telemetry.RenewalOK)
 	lm.ObserveHandoffWait(30 * time.Millisecond)
-	h.Begin(telemetry.ScenarioInfo{Scenario: "step", Target: "inprocess",
-		Windows: []telemetry.FaultWindow{{Name: "back-50ms", Kind: "step"}}, Invariants: []string{"no_duplicates"}})
-	h.FaultInjected("step")
-	_ = h.SetWindow(telemetry.FaultWindow{Name: "back-50ms", Kind: "step"}, true)
-	h.AddChecked(5004)
-	_ = h.SetVerdict("no_duplicates", telemetry.VerdictPass)
 	return reg
 }
 
@@ -254,7 +230,7 @@ func TestLint(t *testing.T) {
 			reg := telemetry.NewRegistry()
 			gc := telemetry.NewGeneratorCollector(telemetry.Options{})
 			lc := telemetry.NewLeaseCollector(telemetry.Options{})
-			reg.MustRegister(gc, lc, telemetry.NewHarnessMetrics())
+			reg.MustRegister(gc, lc)
 			n := gc.MustNode("")
 			n.Attach(newGen(t, newScriptClock(), n, generator.PolicyWait, 9))
 			lc.MustNode("")
@@ -297,7 +273,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	srv := httptest.NewServer(telemetry.Handler(fullRegistry(t)))
 	defer srv.Close()
 	body, _ := scrape(t, srv.URL+"/metrics", "")
-	for _, name := range []string{"snowflake_ids_issued_total", "snowchaos_faults_injected_total", "go_goroutines", "process_cpu_seconds_total"} {
+	for _, name := range []string{"snowflake_ids_issued_total", "go_goroutines", "process_cpu_seconds_total"} {
 		if !strings.Contains(body, name) {
 			t.Errorf("scrape lacks %s", name)
 		}
@@ -443,11 +419,6 @@ func TestNilSafe(t *testing.T) {
 	l.SetExpiry(time.Now())
 	l.ObserveRenewal(telemetry.RenewalOK)
 	l.ObserveHandoffWait(time.Second)
-	var h *telemetry.HarnessMetrics
-	h.Begin(telemetry.ScenarioInfo{})
-	h.AddChecked(1)
-	h.FaultInjected("step")
-	_ = h.SetVerdict("x", telemetry.VerdictPass)
 }
 
 func TestRefusalReason(t *testing.T) {
@@ -501,99 +472,6 @@ func TestLeaseMetrics(t *testing.T) {
 	}
 	if got := sample(t, fams, "snowflake_lease_handoff_wait_seconds", nil).GetHistogram().GetSampleSum(); got != 2 {
 		t.Errorf("handoff sum = %v", got)
-	}
-}
-
-func TestHarnessMetrics(t *testing.T) {
-	h := telemetry.NewHarnessMetrics()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(h)
-	h.Begin(telemetry.ScenarioInfo{Scenario: "a", Target: "inprocess", Windows: []telemetry.FaultWindow{{Name: "w1", Kind: "step"}}, Invariants: []string{"no_duplicates"}})
-	h.FaultInjected("step")
-	h.FaultInjected("martian")
-	if err := h.SetWindow(telemetry.FaultWindow{Name: "w1", Kind: "step"}, true); err != nil {
-		t.Fatal(err)
-	}
-	h.AddChecked(100)
-	h.AddDuplicates(2)
-	h.AddOrderViolations(3)
-	_ = h.SetVerdict("no_duplicates", telemetry.ParseVerdict("fail"))
-	_ = h.SetVerdict("order", telemetry.ParseVerdict("pass"))
-	fams := gather(t, reg)
-	for _, c := range []struct {
-		name   string
-		labels map[string]string
-		want   float64
-	}{
-		{"snowchaos_faults_injected_total", map[string]string{"kind": "step"}, 1},
-		{"snowchaos_faults_injected_total", map[string]string{"kind": "other"}, 1},
-		{"snowchaos_faults_injected_total", map[string]string{"kind": "leap"}, 0},
-		{"snowchaos_fault_window", map[string]string{"window": "w1", "kind": "step"}, 1},
-		{"snowchaos_ids_checked_total", nil, 100},
-		{"snowchaos_duplicates_total", nil, 2},
-		{"snowchaos_order_violations_total", nil, 3},
-		{"snowchaos_verdict", map[string]string{"scenario": "a", "invariant": "no_duplicates"}, 0},
-		{"snowchaos_verdict", map[string]string{"scenario": "a", "invariant": "order"}, 1},
-		{"snowchaos_scenario_info", map[string]string{"scenario": "a", "target": "inprocess"}, 1},
-	} {
-		if got := value(sample(t, fams, c.name, c.labels)); got != c.want {
-			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
-		}
-	}
-	// A second scenario replaces info and windows and keeps old verdicts.
-	h.Begin(telemetry.ScenarioInfo{Scenario: "b", Target: "http", Invariants: []string{"no_duplicates"}})
-	fams = gather(t, reg)
-	if n := len(fams["snowchaos_scenario_info"].GetMetric()); n != 1 {
-		t.Errorf("scenario_info has %d series after the second Begin, want 1", n)
-	}
-	if _, ok := fams["snowchaos_fault_window"]; ok {
-		t.Error("first scenario's windows survived Begin")
-	}
-	if n := len(fams["snowchaos_verdict"].GetMetric()); n != 3 {
-		t.Errorf("verdict series = %d, want 3 (two of a, one of b)", n)
-	}
-	for i := 0; i < telemetry.MaxScenarioLabels-1; i++ {
-		if err := h.SetVerdict(fmt.Sprint("inv", i), telemetry.VerdictPass); err != nil {
-			t.Fatalf("invariant %d: %v", i, err)
-		}
-	}
-	if err := h.SetVerdict("one-too-many", telemetry.VerdictPass); err == nil {
-		t.Error("no error past MaxScenarioLabels invariants")
-	}
-	h.End()
-}
-
-// TestMetricsDocumented requires METRICS.md to list every series the
-// telemetry collectors export, with its type.
-func TestMetricsDocumented(t *testing.T) {
-	doc, err := os.ReadFile("METRICS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := fullRegistry(t)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		name := mf.GetName()
-		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
-			continue
-		}
-		row := ""
-		for _, line := range strings.Split(string(doc), "\n") {
-			if strings.HasPrefix(line, "| `"+name+"` |") {
-				row = line
-			}
-		}
-		if row == "" {
-			t.Errorf("METRICS.md has no table row for %s", name)
-			continue
-		}
-		typ := strings.ToLower(mf.GetType().String())
-		if !strings.Contains(row, "| "+typ) {
-			t.Errorf("METRICS.md row for %s does not say %s:\n%s", name, typ, row)
-		}
 	}
 }
 

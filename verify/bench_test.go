@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -248,4 +249,156 @@ func BenchmarkConcurrent(b *testing.B) {
 		}
 	}
 	reportPerID(b, len(sat), processCPU()-c0, 0, 0)
+}
+
+// phase is one measured pass over a stream: wall and process CPU time.
+type phase struct{ wall, cpu time.Duration }
+
+func timed(f func()) phase {
+	runtime.GC()
+	w0, c0 := time.Now(), processCPU()
+	f()
+	return phase{time.Since(w0), processCPU() - c0}
+}
+
+func (p *phase) add(q phase) { p.wall += q.wall; p.cpu += q.cpu }
+
+// BenchmarkVerifierRatio feeds the sparse stream (1,024 nodes interleaved,
+// one ID per ms each, one ID per call) to the full Verifier (every
+// invariant, a fault window, a stream per node), to its Set alone and to a
+// plain map[uint64]struct{}, in turn within each iteration, so that the
+// machine's load weighs on all three alike. It reports each one's wall and
+// CPU ns per ID, the Verifier's IDs/s, and the ratios: x-set is the
+// Verifier's cost over its Set's, x-map over the map's.
+func BenchmarkVerifierRatio(b *testing.B) {
+	ids := sparseStream(1024, 2048)
+	calls := verifierCalls(ids, 1)
+	var pv, ps, pm phase
+	for range b.N {
+		pv.add(timed(func() {
+			v := New(Config{Windows: []Window{{Name: "w", Start: 0, End: math.MaxInt64}}})
+			for n := range 1024 {
+				v.Issuer(fmt.Sprint("node-", n), 0, int64(n))
+			}
+			for _, c := range calls {
+				if v.Observe(c.observation(ids)).Any() {
+					b.Fatal("false finding")
+				}
+			}
+		}))
+		ps.add(timed(func() {
+			s := NewSet(generator.DefaultLayout())
+			for _, id := range ids {
+				if !s.Add(id) {
+					b.Fatal("false duplicate")
+				}
+			}
+		}))
+		pm.add(timed(func() {
+			m := make(map[uint64]struct{})
+			for _, id := range ids {
+				if _, dup := m[uint64(id)]; dup {
+					b.Fatal("false duplicate")
+				}
+				m[uint64(id)] = struct{}{}
+			}
+		}))
+	}
+	reportRatio(b, len(ids), pv, ps, pm, "set")
+}
+
+// reportRatio reports per-ID costs of the measured structure v and its
+// references r1 (named r1name) and m (the plain map).
+func reportRatio(b *testing.B, ids int, v, r1, m phase, r1name string) {
+	n := float64(ids) * float64(b.N)
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / n }
+	b.ReportMetric(per(v.wall), "ns/ID")
+	b.ReportMetric(n/v.wall.Seconds(), "IDs/s")
+	b.ReportMetric(per(v.cpu), "cpu-ns/ID")
+	b.ReportMetric(per(r1.wall), r1name+"-ns/ID")
+	b.ReportMetric(per(m.wall), "map-ns/ID")
+	b.ReportMetric(float64(v.cpu)/float64(r1.cpu), "x-"+r1name)
+	b.ReportMetric(float64(v.cpu)/float64(m.cpu), "x-map")
+}
+
+// wideStream is 1,024 issuers each issuing one time-ordered 128-bit ID
+// per ms (UUIDv7-like: ms, a counter, the issuer), interleaved.
+func wideStream(issuers, ticks int) []ID128 {
+	out := make([]ID128, 0, issuers*ticks)
+	for t := range ticks {
+		for n := range issuers {
+			out = append(out, ID128{Hi: uint64(1_700_000_000_000+t)<<16 | 0x7000, Lo: 0x8000_0000_0000_0000 | uint64(n)<<20 | uint64(t)})
+		}
+	}
+	return out
+}
+
+// BenchmarkWideRatio is BenchmarkVerifierRatio for the wide kinds: the full
+// Verifier on UUIDv7 IDs (single-ID calls, 1,024 issuers) against a plain
+// map[ID128]struct{}, and on strings (their canonical UUID text) against a
+// map[string]struct{} holding copies, as it must to be exact.
+func BenchmarkWideRatio(b *testing.B) {
+	xs := wideStream(1024, 512)
+	strs := make([]string, len(xs))
+	for i, x := range xs {
+		strs[i] = x.UUID()
+	}
+	epoch := int64(1_700_000_000_000) * int64(time.Millisecond)
+	obs := func(i int) Observation {
+		ref := epoch + int64(i/1024)*int64(time.Millisecond) + 200_000
+		return Observation{Issuer: IssuerID(i % 1024), Stream: uint64(i%1024) + 1, RefStart: ref, RefEnd: ref + 100_000}
+	}
+	newV := func(k Kind) *Verifier {
+		v := New(Config{Kind: k, Windows: []Window{{Name: "w", Start: 0, End: math.MaxInt64}}})
+		for n := range 1024 {
+			v.Issuer(fmt.Sprint("node-", n), 0, int64(n))
+		}
+		return v
+	}
+	b.Run("uuidv7", func(b *testing.B) {
+		var pv, pm phase
+		for range b.N {
+			pv.add(timed(func() {
+				v := newV(KindUUIDv7)
+				for i := range xs {
+					if v.ObserveWide(obs(i), xs[i:i+1]).Any() {
+						b.Fatal("false finding")
+					}
+				}
+			}))
+			pm.add(timed(func() {
+				m := make(map[ID128]struct{})
+				for _, x := range xs {
+					if _, dup := m[x]; dup {
+						b.Fatal("false duplicate")
+					}
+					m[x] = struct{}{}
+				}
+			}))
+		}
+		reportRatio(b, len(xs), pv, pm, pm, "map128")
+	})
+	b.Run("string", func(b *testing.B) {
+		var pv, pm phase
+		for range b.N {
+			pv.add(timed(func() {
+				v := newV(KindString)
+				for i := range strs {
+					if v.ObserveStrings(obs(i), strs[i:i+1]).Any() {
+						b.Fatal("false finding")
+					}
+				}
+			}))
+			pm.add(timed(func() {
+				m := make(map[string]struct{})
+				for _, s := range strs {
+					if _, dup := m[s]; dup {
+						b.Fatal("false duplicate")
+					}
+					m[strings.Clone(s)] = struct{}{}
+				}
+			}))
+		}
+		reportRatio(b, len(strs), pv, pm, pm, "mapstr")
+	})
 }

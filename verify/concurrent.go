@@ -55,6 +55,23 @@ func (c *Concurrent) Observe(o Observation) Found {
 	return c.mu.v.Observe(o)
 }
 
+// ObserveWide is Verifier.ObserveWide. ids is not retained.
+func (c *Concurrent) ObserveWide(o Observation, ids []ID128) Found {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.v.ObserveWide(o, ids)
+}
+
+// ObserveStrings is Verifier.ObserveStrings. ids is not retained.
+func (c *Concurrent) ObserveStrings(o Observation, ids []string) Found {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.v.ObserveStrings(o, ids)
+}
+
+// Kind is Verifier.Kind.
+func (c *Concurrent) Kind() Kind { return c.mu.v.Kind() }
+
 // Progress is Verifier.Progress.
 func (c *Concurrent) Progress() Progress {
 	c.mu.Lock()

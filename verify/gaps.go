@@ -20,7 +20,16 @@ type buckets struct {
 // bucketKey maps a signed bucket to an order-preserving unsigned key.
 func bucketKey(k int64) uint64 { return uint64(k) ^ 1<<63 }
 
+// add records a success in bucket k; the usual case, k in or just past
+// the pending run, is inlined.
 func (b *buckets) add(k int64) {
+	if b.has && k >= b.lo && k <= b.hi {
+		return
+	}
+	b.addSlow(k)
+}
+
+func (b *buckets) addSlow(k int64) {
 	if b.has {
 		if k >= b.lo && k <= b.hi {
 			return
@@ -45,6 +54,19 @@ func (b *buckets) flush() {
 	b.bm.AddRange(bucketKey(b.lo), bucketKey(b.hi)) // end exclusive, so add hi alone
 	b.bm.Add(bucketKey(b.hi))
 	b.has = false
+}
+
+// union returns the buckets in which any of bs had a success, in time
+// proportional to their bitmaps.
+func union(bs []*buckets) buckets {
+	u := buckets{bm: roaring64.New()}
+	for _, b := range bs {
+		b.flush()
+		if b.bm != nil {
+			u.bm.Or(b.bm)
+		}
+	}
+	return u
 }
 
 func (b *buckets) bytes() uint64 {

@@ -13,15 +13,17 @@ const (
 	histBuckets = (63-histSub+1)*histSubSize + histSubSize
 )
 
-// hist is a streaming histogram of non-negative durations in nanoseconds
-// with fixed logarithmic buckets: bounded memory (about 30 KB once it has
-// seen a non-zero value, nothing before), exact count and max, and
-// quantiles to within 1/64 relative error, rounded up.
+// hist is a streaming histogram of positive durations in nanoseconds with
+// fixed logarithmic buckets: bounded memory (about 30 KB once it has seen
+// a value, nothing before), exact count and max, and quantiles to within
+// 1/64 relative error, rounded up. It records positive values only; the
+// caller knows the total count, and the values not recorded are zeros
+// (see dist), so recording a zero costs nothing.
 type hist struct {
-	counts []uint64 // nil until a non-zero value arrives
-	zeros  uint64
-	n      uint64
+	counts []uint64 // nil until a value arrives
+	pos    uint64   // values recorded
 	max    int64
+	lo, hi int // bucket range holding values, when pos > 0
 }
 
 // histIndex returns the bucket of v > 0.
@@ -46,39 +48,77 @@ func histUpper(i int) int64 {
 	return int64(lo + uint64(1)<<(e-histSub) - 1)
 }
 
-// add records v, n times; negative values count as zero.
+// add records v > 0, n times.
 func (h *hist) add(v int64, n uint64) {
-	h.n += n
-	if v <= 0 {
-		h.zeros += n
-		return
+	if h.counts == nil {
+		h.counts = make([]uint64, histBuckets)
 	}
-	if v > h.max {
-		h.max = v
+	i := histIndex(v)
+	if h.pos == 0 {
+		h.lo, h.hi, h.max = i, i, v
+	} else {
+		h.lo, h.hi, h.max = min(h.lo, i), max(h.hi, i), max(h.max, v)
+	}
+	h.pos += n
+	h.counts[i] += n
+}
+
+// merge adds o's values to h, in time proportional to o's bucket range.
+func (h *hist) merge(o *hist) {
+	if o.pos == 0 {
+		return
 	}
 	if h.counts == nil {
 		h.counts = make([]uint64, histBuckets)
 	}
-	h.counts[histIndex(v)] += n
+	if h.pos == 0 {
+		h.lo, h.hi, h.max = o.lo, o.hi, o.max
+	} else {
+		h.lo, h.hi, h.max = min(h.lo, o.lo), max(h.hi, o.hi), max(h.max, o.max)
+	}
+	h.pos += o.pos
+	for i := o.lo; i <= o.hi; i++ {
+		h.counts[i] += o.counts[i]
+	}
 }
 
-// quantile returns the smallest bucket bound b such that at least q of the
-// values are <= b, capped at the exact max.
-func (h *hist) quantile(q float64) int64 {
-	if h.n == 0 {
+// reset empties h, keeping its buckets' memory; it costs time in
+// proportion to the bucket range used.
+func (h *hist) reset() {
+	if h.pos > 0 {
+		clear(h.counts[h.lo : h.hi+1])
+	}
+	h.pos, h.max = 0, 0
+}
+
+// clone returns an independent copy of h.
+func (h *hist) clone() hist {
+	c := *h
+	if h.counts != nil {
+		c.counts = append([]uint64(nil), h.counts...)
+	}
+	return c
+}
+
+// quantile returns, over total values of which those not recorded are
+// zeros, the smallest bucket bound b such that at least q of the values
+// are <= b, capped at the exact max.
+func (h *hist) quantile(q float64, total uint64) int64 {
+	total = max(total, h.pos)
+	if total == 0 {
 		return 0
 	}
-	rank := uint64(q * float64(h.n))
-	if float64(rank) < q*float64(h.n) {
+	rank := uint64(q * float64(total))
+	if float64(rank) < q*float64(total) {
 		rank++
 	}
 	rank = max(rank, 1)
-	if h.zeros >= rank {
+	c := total - h.pos
+	if c >= rank {
 		return 0
 	}
-	c := h.zeros
-	for i, k := range h.counts {
-		c += k
+	for i := h.lo; i <= h.hi; i++ {
+		c += h.counts[i]
 		if c >= rank {
 			return min(histUpper(i), h.max)
 		}
@@ -97,6 +137,8 @@ type Dist struct {
 	P50, P99 time.Duration
 }
 
-func (h *hist) dist() Dist {
-	return Dist{Count: h.n, Max: time.Duration(h.max), P50: time.Duration(h.quantile(0.50)), P99: time.Duration(h.quantile(0.99))}
+// dist summarises total values of which h recorded the positive ones.
+func (h *hist) dist(total uint64) Dist {
+	return Dist{Count: max(total, h.pos), Max: time.Duration(h.max),
+		P50: time.Duration(h.quantile(0.50, total)), P99: time.Duration(h.quantile(0.99, total))}
 }

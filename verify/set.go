@@ -1,9 +1,9 @@
 package verify
 
 import (
+	"math"
 	"unsafe"
 
-	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/snowchaos/snowchaos/generator"
 )
 
@@ -11,21 +11,35 @@ import (
 // a duplicate or a duplicate as fresh, for any 64-bit value, including
 // IDs from a different layout than the Set's.
 //
+// An ID above every ID added so far (the usual case: IDs grow) is known
+// fresh at once and waits in a small buffer inside the Set, so the common
+// Add touches one cache line; the buffer is drained into the bitmaps below
+// every pendCap IDs and before any other lookup.
+//
 // Internally an ID's bits are reordered, a bijection, to (node, high
 // sequence bits, time, low 10 sequence bits), so that the IDs of one node
 // lie close together whether it issues one ID per tick (consecutive ticks
 // share a 16-bit container) or thousands (each tick fills runs), and the
-// keys are stored in compressed bitmaps (roaring), one 32-bit bitmap per
-// node, high sequence bits and span of time. A small direct-mapped table
-// remembers the bitmap each node last used and how far it has got; an ID
-// above that point (the usual case: a node's IDs grow) is known fresh
-// without a lookup and is buffered, then added in batches.
+// keys are stored in compressed bitmaps laid out as roaring bitmaps are
+// (bits32), one 32-bit bitmap per node, high sequence bits and span of
+// time. A small direct-mapped table remembers the bitmap each node last
+// used and how far it has got; a key above that point (the usual case: a
+// node's IDs grow) is appended without a lookup.
 //
 // Costs: about 3 bytes per ID when each node issues one ID per tick (many
 // nodes interleaved); at a node's sequence limit, under half a byte per ID
 // once the burst lasts 16 ticks and far under one bit per ID after 64;
-// tens of nanoseconds per Add; see the package benchmarks. A Set is not safe for concurrent use.
+// tens of nanoseconds per Add; see the package benchmarks. A Set is not
+// safe for concurrent use.
 type Set struct {
+	// top is the largest ID added (MinInt64 when none); pend holds the last
+	// npend IDs added, each above every ID added before it, not yet in
+	// the bitmaps; n counts the IDs in the bitmaps.
+	top   generator.ID
+	pend  [pendCap]generator.ID
+	npend uint8
+	n     uint64
+
 	// permute is false when the layout's fields do not cover 63 bits; the
 	// key is then the ID itself (still exact, only less compact).
 	permute bool
@@ -42,27 +56,26 @@ type Set struct {
 	rowMask            uint32
 
 	slots []slot
-	dir   map[uint32]*roaring.Bitmap
-	n     uint64
+	dir   map[uint32]*bits32
 }
 
 // slot caches the bitmap one node (one value of hi) is writing to.
 type slot struct {
-	bm  *roaring.Bitmap // nil: empty slot
-	buf []uint32        // pending low halves, strictly increasing, all above the bitmap's content
-	max int64           // largest low half in bm or buf; -1 when both are empty
-	hi  uint32          // high half of the keys this slot serves
+	bm  *bits32 // nil: empty slot
+	max int64   // largest low half in bm; -1 when empty
+	hi  uint32  // high half of the keys this slot serves
 }
 
 const (
+	// pendCap is how many fresh IDs wait in the Set before they are keyed:
+	// seven, so that top and pend fill a cache line with what precedes
+	// them in the Verifier's issuer.
+	pendCap = 7
 	// minSlots and maxSlots bound the direct-mapped table; it grows by
 	// four each time two nodes collide in it, so a Set that only ever sees
 	// one node stays small.
 	minSlots = 4
 	maxSlots = 1024
-	// bufCap is how many known-fresh values a slot holds before adding
-	// them to its bitmap in one batch.
-	bufCap = 64
 	// maxSeqLo is how many low sequence bits sit below the time field in
 	// the key: a 16-bit container holds 64 ticks of 1,024 sequence
 	// numbers, so one ID per tick fills it 64 deep, and a saturated node
@@ -84,7 +97,8 @@ func NewSet(l generator.Layout) *Set {
 
 // init makes s an empty Set keyed for l (not zero).
 func (s *Set) init(l generator.Layout) {
-	s.dir, s.slots = make(map[uint32]*roaring.Bitmap), make([]slot, minSlots)
+	s.top = math.MinInt64
+	s.dir, s.slots = make(map[uint32]*bits32), make([]slot, minSlots)
 	if l.TimeBits+l.NodeBits+l.SeqBits == 63 && l.TimeBits <= 63 && l.NodeBits <= 63 && l.SeqBits <= 63 {
 		s.permute = true
 		s.seqBits = l.SeqBits
@@ -132,6 +146,78 @@ func (s *Set) slotOf(hi uint32) *slot {
 // Add inserts id and reports whether it was absent (fresh); false means id
 // was added before: a duplicate.
 func (s *Set) Add(id generator.ID) (fresh bool) {
+	if s.tryAppend(id) {
+		return true
+	}
+	return s.addSlow(id)
+}
+
+// tryAppend adds id if it is above everything added and the pending
+// buffer has room, and reports whether it did: the common Add, inlined.
+func (s *Set) tryAppend(id generator.ID) bool {
+	if id > s.top && s.npend < pendCap {
+		s.pend[s.npend] = id
+		s.npend++
+		s.top = id
+		return true
+	}
+	return false
+}
+
+func (s *Set) addSlow(id generator.ID) bool {
+	s.drain()
+	if id > s.top || s.n == 0 {
+		s.pend[0], s.npend = id, 1
+		s.top = id
+		return true
+	}
+	if s.add(id) {
+		s.n++
+		return true
+	}
+	return false
+}
+
+// drain keys the pending IDs into the bitmaps. They are fresh (each was
+// above everything before it), and consecutive ones usually share a
+// bitmap, which is then looked up once and appended to in one run.
+func (s *Set) drain() {
+	var sl *slot
+	var run [pendCap]uint32 // keys' low halves above sl's maximum, ascending
+	nr := 0
+	for _, id := range s.pend[:s.npend] {
+		k := s.key(id)
+		hi, lo := uint32(k>>32), uint32(k)
+		if sl == nil || sl.hi != hi {
+			if nr > 0 {
+				sl.bm.appendRun(run[:nr])
+				nr = 0
+			}
+			if sl = s.slotOf(hi); sl.bm == nil || sl.hi != hi {
+				sl = s.load(hi)
+			}
+		}
+		if int64(lo) > sl.max {
+			sl.max = int64(lo)
+			run[nr] = lo
+			nr++
+			continue
+		}
+		if nr > 0 {
+			sl.bm.appendRun(run[:nr])
+			nr = 0
+		}
+		sl.bm.add(lo)
+	}
+	if nr > 0 {
+		sl.bm.appendRun(run[:nr])
+	}
+	s.n += uint64(s.npend)
+	s.npend = 0
+}
+
+// add inserts id into the bitmaps and reports whether it was absent.
+func (s *Set) add(id generator.ID) bool {
 	k := s.key(id)
 	hi, lo := uint32(k>>32), uint32(k)
 	sl := s.slotOf(hi)
@@ -141,43 +227,31 @@ func (s *Set) Add(id generator.ID) (fresh bool) {
 	if int64(lo) > sl.max {
 		// Above everything this bitmap holds: fresh without looking.
 		sl.max = int64(lo)
-		if sl.buf == nil {
-			sl.buf = make([]uint32, 0, bufCap)
-		}
-		sl.buf = append(sl.buf, lo)
-		if len(sl.buf) == cap(sl.buf) {
-			flush(sl)
-		}
-		s.n++
+		sl.bm.appendMax(lo)
 		return true
 	}
-	flush(sl)
-	if sl.bm.CheckedAdd(lo) {
-		s.n++
-		return true
-	}
-	return false
+	return sl.bm.add(lo)
 }
 
-// Contains reports whether id is in the set. It may move buffered values
-// into the bitmaps, so it is no more concurrency-safe than Add.
+// Contains reports whether id is in the set. It may move pending IDs into
+// the bitmaps, so it is no more concurrency-safe than Add.
 func (s *Set) Contains(id generator.ID) bool {
+	if id > s.top || s.Len() == 0 {
+		return false // top is MinInt64 when empty: the second test is for id MinInt64
+	}
+	s.drain()
 	k := s.key(id)
 	hi, lo := uint32(k>>32), uint32(k)
 	sl := s.slotOf(hi)
 	if sl.bm != nil && sl.hi == hi {
-		if int64(lo) > sl.max {
-			return false
-		}
-		flush(sl)
-		return sl.bm.Contains(lo)
+		return int64(lo) <= sl.max && sl.bm.contains(lo)
 	}
 	bm := s.dir[hi]
-	return bm != nil && bm.Contains(lo)
+	return bm != nil && bm.contains(lo)
 }
 
 // Len returns the number of distinct IDs added.
-func (s *Set) Len() uint64 { return s.n }
+func (s *Set) Len() uint64 { return s.n + uint64(s.npend) }
 
 // load points a slot at the bitmap for hi, evicting what it held, and
 // returns it. When the evicted slot belonged to another node the table
@@ -189,72 +263,37 @@ func (s *Set) load(hi uint32) *slot {
 		s.grow()
 		sl = s.slotOf(hi)
 	}
-	if sl.bm != nil {
-		flush(sl)
-	}
 	bm := s.dir[hi]
 	if bm == nil {
-		bm = roaring.New()
+		bm = &bits32{}
 		s.dir[hi] = bm
 	}
 	sl.bm, sl.hi, sl.max = bm, hi, -1
-	if !bm.IsEmpty() {
-		sl.max = int64(bm.Maximum())
+	if !bm.empty() {
+		sl.max = int64(bm.max())
 	}
 	return sl
 }
 
-// grow flushes every slot and replaces the table with one four times the
-// size; slots refill lazily.
+// grow replaces the table with one four times the size; slots refill
+// lazily.
 func (s *Set) grow() {
-	for i := range s.slots {
-		if s.slots[i].bm != nil {
-			flush(&s.slots[i])
-		}
-	}
 	s.slots = make([]slot, min(len(s.slots)*4, maxSlots))
 	for i := range s.slots {
 		s.slots[i].max = -1
 	}
 }
 
-// flush adds a slot's buffered values to its bitmap.
-func flush(sl *slot) {
-	if len(sl.buf) > 0 {
-		sl.bm.AddMany(sl.buf)
-		sl.buf = sl.buf[:0]
-	}
-}
-
-// Per-structure overheads used by Bytes, from the roaring/v2 layout on a
-// 64-bit platform: a container costs a 2-byte key, a 16-byte interface and
-// a copy-on-write flag in its bitmap's slices (with append slack), plus its
-// own header; a bitmap costs its header plus a map entry.
-const (
-	containerSlotBytes = 24
-	arrayHeaderBytes   = 24
-	bitmapHeaderBytes  = 32
-	runHeaderBytes     = 32
-	bitmapOverhead     = 96
-)
+// bitmapOverhead is a bitmap's header plus its directory map entry.
+const bitmapOverhead = 48 + 16
 
 // Bytes estimates the heap memory the set holds: bitmap payloads plus the
-// bookkeeping around them, within about 10% of what runtime.MemStats shows
-// for the package benchmarks' streams. It walks every container, so it
-// costs time proportional to the set's size; call it for reports, not per
-// ID.
+// bookkeeping around them. It walks every bitmap, so it costs time
+// proportional to the set's size; call it for reports, not per ID.
 func (s *Set) Bytes() uint64 {
 	b := uint64(unsafe.Sizeof(*s)) + uint64(len(s.slots))*uint64(unsafe.Sizeof(slot{}))
-	for i := range s.slots {
-		b += uint64(cap(s.slots[i].buf)) * 4
-	}
 	for _, bm := range s.dir {
-		st := bm.Stats()
-		b += bitmapOverhead + st.Containers*containerSlotBytes
-		// Array payloads grow by append: allow a sixteenth for spare capacity.
-		b += st.ArrayContainers*arrayHeaderBytes + st.ArrayContainerBytes + st.ArrayContainerBytes/16
-		b += st.BitmapContainers*bitmapHeaderBytes + st.BitmapContainerBytes
-		b += st.RunContainers*runHeaderBytes + st.RunContainerBytes
+		b += bitmapOverhead + bm.bytes()
 	}
 	return b
 }

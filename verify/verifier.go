@@ -1,13 +1,10 @@
 package verify
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/snowchaos/snowchaos/generator"
 )
@@ -34,11 +31,14 @@ type IssuerSpec struct {
 	// restart is the same Name with a higher Incarnation; a clone is
 	// another Name with the same Worker; a handoff of a worker ID to
 	// another node registers that node with an Incarnation above the last
-	// holder's, so the restart invariant covers it.
+	// holder's, so the restart invariant covers it. For kinds without a
+	// worker field (UUIDs, ULIDs, strings) Worker only groups the
+	// incarnations of one node.
 	Name        string
 	Incarnation int
 	Worker      int64
-	// Layout is the layout of the issuer's IDs; zero means Config.Layout.
+	// Layout is the layout of the issuer's Snowflake IDs; zero means
+	// Config.Layout. Other kinds ignore it.
 	Layout generator.Layout
 }
 
@@ -101,14 +101,15 @@ type Observation struct {
 	// Stream is the sequential stream the call belongs to: the IDs of one
 	// stream (a client calling one node one call at a time) must be
 	// strictly increasing across and within calls. 0 means none: the
-	// call's order is not checked.
+	// call's order is not checked. Kinds without an order ignore it.
 	Stream uint64
 	// RefStart and RefEnd bracket the call in reference (true) time, Unix
 	// ns. RefEnd below RefStart counts as RefStart.
 	RefStart, RefEnd int64
-	// IDs are the IDs the call returned, in the order returned. A failed
-	// call may still carry the IDs it returned before failing. Observe
-	// does not retain the slice.
+	// IDs are the Snowflake IDs the call returned, in the order returned.
+	// A failed call may still carry the IDs it returned before failing.
+	// Observe does not retain the slice. IDs of other kinds go to
+	// ObserveWide or ObserveStrings, which leave IDs empty.
 	IDs []generator.ID
 	// Outcome is how the call ended.
 	Outcome Outcome
@@ -135,9 +136,11 @@ type WindowID int
 
 // Config configures a Verifier. The zero value is usable.
 type Config struct {
+	// Kind is the kind of ID checked; the zero value is KindSnowflake.
+	Kind Kind
 	// Layout is the layout of issuers registered without one, and the one
-	// whose node field groups IDs for duplicate attribution. Zero means
-	// generator.DefaultLayout().
+	// whose node field groups Snowflake IDs for duplicate attribution.
+	// Zero means generator.DefaultLayout().
 	Layout generator.Layout
 	// Windows are fault windows known in advance.
 	Windows []Window
@@ -172,13 +175,24 @@ func (f Found) Any() bool { return f.Duplicates+f.OrderViolations+f.RestartViola
 // against reference time, availability and longest gaps overall and per
 // fault window, and the longest wait.
 //
-// It never reads a clock: all times come in Observations. Memory is the
-// Set's few bytes per distinct ID, plus at most 40 bytes per 32 IDs or per
-// TimeResolution of each issuer's calls for the time records (about 1.3
-// bytes per ID at one ID per ms), plus bounded histograms. A Verifier is
-// for one goroutine; see Concurrent for many.
+// One Verifier checks one Kind of ID (Config.Kind). Snowflakes, the
+// harness's own IDs, take the 64-bit path (Observe): compressed per-issuer
+// Sets, no allocation per ID. UUIDs and ULIDs take the 128-bit path
+// (ObserveWide): one hash table holding each ID, its first issuer and
+// when, about 24 bytes plus 11 to 22 bytes of index per ID, nothing
+// allocated per ID beyond the table's doubling. Strings (ObserveStrings)
+// are copied once into an arena, hashed, and compared byte for byte, so a
+// hash collision is never a false duplicate.
+//
+// It never reads a clock: all times come in Observations. Memory for
+// Snowflakes is the Set's few bytes per distinct ID, plus at most 56 bytes
+// per 32 IDs or per TimeResolution of each issuer's calls for the time
+// records (about 1.8 bytes per ID at one ID per ms), plus bounded
+// histograms; for 128-bit IDs about 35 to 46 bytes per ID; for strings
+// about 31 to 42 plus their length. A Verifier is for one goroutine; see Concurrent
+// for many.
 type Verifier struct {
-	cfg     Config
+	kind    Kind
 	layout  generator.Layout
 	seqBits uint
 	nodeMsk uint64
@@ -191,22 +205,18 @@ type Verifier struct {
 	workers map[int64]*workerGroup
 	owners  map[uint64]*ownerList
 	streams map[uint64]*stream
+	clocks  map[tickClock]*tickClock
 
-	windows []*window
-	winHit  []int // scratch: windows containing the current call
+	// Tallies: cur is the current epoch's (see checkEpoch), run the
+	// folded epochs'; windows hold their folded epochs'.
+	cur, run         tally
+	windows          []window
+	active           []int
+	epochLo, epochHi int64
 
-	calls                Calls
-	ids, dups            uint64
-	orderViol, restViol  uint64
-	lead, lag, wait      hist
-	maxWait              time.Duration
-	maxWaitBy            IssuerID
-	maxWaitAt            int64
-	seenRef              bool
-	firstRef, lastRef    int64
-	succ                 buckets
-	bucket, bucketStart  int64 // last gap bucket computed and its start (ns), when bucketOK
-	bucketOK             bool
+	bucket, bucketStart int64 // last gap bucket computed and its start (ns), when bucketOK
+	bucketOK            bool
+
 	dupDetails           []Duplicate
 	orderDetails         []OrderViolation
 	restartDetails       []RestartViolation
@@ -214,6 +224,11 @@ type Verifier struct {
 	streamsWithViolation map[uint64]*stream
 	lastFirst            IssuerID // first issuer of the duplicate add just found
 	dupAt                []int    // scratch: positions of duplicates in the current call
+
+	// The wide kinds' first issues (see wide.go).
+	wset  set128
+	sset  stringSet
+	spans []span
 }
 
 // Calls counts calls by outcome.
@@ -232,87 +247,76 @@ func (c Calls) Availability() float64 {
 	return float64(c.OK) / float64(c.Total)
 }
 
-func (c *Calls) add(o Outcome) {
-	c.Total++
-	switch o {
-	case OutcomeOK:
-		c.OK++
-	case OutcomeRefused:
-		c.Refused++
-	case OutcomeWaitExceeded:
-		c.WaitExceeded++
-	default:
-		c.Errors++
-	}
-}
-
-// issuer is the state of one node incarnation.
+// issuer is the state of one node incarnation. The fields a call of one
+// Snowflake ID reads and writes fill the first four cache lines (the
+// object is line-aligned by its size class), in this order, so that with
+// many issuers interleaved a call misses on as few lines as can be; a
+// layout test keeps them there.
 type issuer struct {
-	ref IssuerRef
-	id  IssuerID
-	set Set
+	// Line 0.
+	ok, ids           uint64
+	firstRef, lastRef int64   // MaxInt64, MinInt64 before the first call
+	lastStr           *stream // the stream of its last call
+	lastNode          uint64  // node field of its last ID
+	minID, maxID      generator.ID
 
-	// Layout-derived constants for embedded time.
-	tickShift uint
-	epochNs   int64
-	tickNs    int64
-	maxTick   int64 // beyond it the tick's end overflows int64
-
-	calls          Calls
-	ids, dups      uint64
-	restViol       uint64
-	hasIDs         bool
-	minID, maxID   generator.ID
-	maxLead, maxLg int64
-	maxWait        time.Duration
-	seen           bool
-	firstRef       int64
-	lastRef        int64
-
-	// Restart lineage: floor is the largest ID any lower incarnation of
-	// the same worker issued (-1: none), floorBy who issued it.
-	group        *workerGroup
-	floor        int64
-	floorBy      IssuerID
+	// Line 1.
+	floor        int64      // largest ID (as int64, above -1) any lower incarnation issued
+	clk          *tickClock // how its IDs embed time
+	succ         buckets
+	floorBy      IssuerID // who issued floor (or floorW); -1: none
+	solo         bool     // the owner list of lastNode holds only this issuer
+	hasIDs       bool
 	hasSuccessor bool
+	monotone     bool // blocks and cur ordered by ID with no overlap: binary search works
+	hasCur       bool
 
-	// Time records: IDs issued in [min, max] during [refStart, refEnd].
-	// cur is the open block, blocks the closed ones.
-	cur       block
-	hasCur    bool
-	blocks    []block
-	monotone  bool // blocks and cur ordered by ID with no overlap: binary search works
-	lastNode  uint64
+	// Lines 2 and 3.
+	cur block // the open time record
+	set Set   // its top ends line 2, its pending IDs fill line 3
+
+	// Per 128-bit ID of an ordered kind.
+	minW, maxW, floorW ID128
+
+	// Rarely touched.
+	ref       IssuerRef
+	id        IssuerID
+	failed    [numOutcomes]uint64 // failed calls by outcome
+	dups      uint64
+	restViol  uint64
+	maxLead   int64
+	maxLag    int64
+	maxWait   time.Duration
+	group     *workerGroup
 	lastOwner *ownerList
-
-	succ    buckets // success gap buckets
-	lastStr *stream // the stream of its last call
+	blocks    []block // closed time records
 }
 
-// block records that an issuer issued IDs within [min, max] (not
-// necessarily all of them) during [refStart, refEnd].
-type block struct {
-	min, max         generator.ID
-	refStart, refEnd int64
-	n                uint32
+// tickClock is how an issuer's IDs embed time: tick t starts at
+// epochNs + t*tickNs, and a Snowflake's tick is its bits above shift.
+// Issuers of one layout share one.
+type tickClock struct {
+	epochNs, tickNs int64
+	maxTick         int64 // the last tick whose end fits in int64
+	shift           uint8
 }
 
-// minBlockIDs and maxBlockSpans bound block sizes: a block closes once it
-// spans TimeResolution and holds minBlockIDs IDs, or once it spans
-// maxBlockSpans resolutions.
-const (
-	minBlockIDs   = 32
-	maxBlockSpans = 100
-)
+// calls returns the issuer's calls as a Calls.
+func (is *issuer) calls() Calls {
+	c := Calls{OK: is.ok, Refused: is.failed[OutcomeRefused], WaitExceeded: is.failed[OutcomeWaitExceeded], Errors: is.failed[OutcomeError]}
+	c.Total = c.OK + c.Refused + c.WaitExceeded + c.Errors
+	return c
+}
+
+// seen reports whether the issuer has had a call.
+func (is *issuer) seen() bool { return is.firstRef <= is.lastRef }
 
 type workerGroup struct{ members []IssuerID }
-
-// ownerList lists the issuers whose Sets may hold IDs with one node field.
-type ownerList struct{ ids []IssuerID }
 
 type stream struct {
 	id         uint64
 	last       generator.ID
+	lastW      ID128
 	has        bool
 	calls, ids uint64
 	violations uint64
@@ -321,20 +325,20 @@ type stream struct {
 
 type window struct {
 	Window
-	calls              Calls
-	lead, lag, wait    hist
-	maxWait            time.Duration
-	dups, order, restv uint64
+	t tally // the folded epochs in which the window was active
 }
 
-// New returns a Verifier for cfg.
+// New returns a Verifier for cfg. It panics if cfg.Kind is unknown.
 func New(cfg Config) *Verifier {
+	if cfg.Kind >= numKinds {
+		panic(fmt.Sprintf("verify: unknown kind %d", cfg.Kind))
+	}
 	l := cfg.Layout
 	if l.TimeBits == 0 && l.NodeBits == 0 && l.SeqBits == 0 {
 		l = generator.DefaultLayout()
 	}
 	v := &Verifier{
-		cfg:     cfg,
+		kind:    cfg.Kind,
 		layout:  l,
 		seqBits: min(l.SeqBits, 63),
 		nodeMsk: 1<<min(l.NodeBits, 63) - 1,
@@ -345,7 +349,9 @@ func New(cfg Config) *Verifier {
 		workers: make(map[int64]*workerGroup),
 		owners:  make(map[uint64]*ownerList),
 		streams: make(map[uint64]*stream),
+		clocks:  make(map[tickClock]*tickClock),
 		pairs:   make(map[[2]IssuerID]uint64),
+		epochLo: 1,
 
 		streamsWithViolation: make(map[uint64]*stream),
 	}
@@ -366,6 +372,9 @@ func New(cfg Config) *Verifier {
 	return v
 }
 
+// Kind returns the kind of ID the Verifier checks.
+func (v *Verifier) Kind() Kind { return v.kind }
+
 // Issuer registers a node incarnation using Config.Layout; see Register.
 func (v *Verifier) Issuer(name string, incarnation int, worker int64) IssuerID {
 	return v.Register(IssuerSpec{Name: name, Incarnation: incarnation, Worker: worker})
@@ -373,9 +382,9 @@ func (v *Verifier) Issuer(name string, incarnation int, worker int64) IssuerID {
 
 // Register registers a node incarnation and returns its ID. Registering
 // the same Name and Incarnation again returns the same ID; it panics if
-// the Worker differs. Every ID an issuer issues must be greater than every
-// ID that issuers of the same Worker with a lower Incarnation issued (the
-// restart invariant).
+// the Worker differs. For ordered kinds, every ID an issuer issues must be
+// greater than every ID that issuers of the same Worker with a lower
+// Incarnation issued (the restart invariant).
 func (v *Verifier) Register(s IssuerSpec) IssuerID {
 	ref := IssuerRef{Name: s.Name, Incarnation: s.Incarnation, Worker: s.Worker}
 	key := IssuerRef{Name: s.Name, Incarnation: s.Incarnation}
@@ -385,10 +394,6 @@ func (v *Verifier) Register(s IssuerSpec) IssuerID {
 		}
 		return id
 	}
-	l := s.Layout
-	if l.TimeBits == 0 && l.NodeBits == 0 && l.SeqBits == 0 {
-		l = v.layout
-	}
 	id := IssuerID(len(v.issuers))
 	is := &issuer{
 		ref:      ref,
@@ -397,16 +402,27 @@ func (v *Verifier) Register(s IssuerSpec) IssuerID {
 		floorBy:  -1,
 		monotone: true,
 		lastNode: math.MaxUint64,
+		firstRef: math.MaxInt64,
+		lastRef:  math.MinInt64,
 	}
-	if l.TimeBits == 0 && l.NodeBits == 0 && l.SeqBits == 0 {
-		l = generator.DefaultLayout()
+	c := tickClock{tickNs: 1} // no embedded time
+	switch {
+	case v.kind == KindSnowflake:
+		l := s.Layout
+		if l.TimeBits == 0 && l.NodeBits == 0 && l.SeqBits == 0 {
+			l = v.layout
+		}
+		is.set.init(l)
+		t0 := l.TimeOf(0)
+		c = tickClock{epochNs: t0.UnixNano(), tickNs: max(int64(l.TimeOf(1).Sub(t0)), 1), shift: uint8(min(l.NodeBits+l.SeqBits, 63))}
+	case v.kind.Timed(): // UUIDv7, ULID: Unix milliseconds
+		c = tickClock{tickNs: int64(time.Millisecond)}
 	}
-	is.set.init(l)
-	is.tickShift = min(l.NodeBits+l.SeqBits, 63)
-	t0 := l.TimeOf(0)
-	is.epochNs = t0.UnixNano()
-	is.tickNs = max(int64(l.TimeOf(1).Sub(t0)), 1)
-	is.maxTick = (math.MaxInt64 - is.tickNs - max(is.epochNs, 0)) / is.tickNs
+	c.maxTick = (math.MaxInt64 - c.tickNs - max(c.epochNs, 0)) / c.tickNs
+	if is.clk = v.clocks[c]; is.clk == nil {
+		is.clk = &c
+		v.clocks[c] = is.clk
+	}
 
 	g := v.workers[s.Worker]
 	if g == nil {
@@ -418,8 +434,8 @@ func (v *Verifier) Register(s IssuerSpec) IssuerID {
 		switch {
 		case m.ref.Incarnation < s.Incarnation:
 			m.hasSuccessor = true
-			if m.hasIDs && int64(m.maxID) > is.floor {
-				is.floor, is.floorBy = int64(m.maxID), mid
+			if m.hasIDs {
+				v.raiseFloor(is, m)
 			}
 		case m.ref.Incarnation > s.Incarnation:
 			is.hasSuccessor = true
@@ -432,198 +448,142 @@ func (v *Verifier) Register(s IssuerSpec) IssuerID {
 	return id
 }
 
+// raiseFloor raises is's restart floor to m's largest ID, if greater (m
+// is a lower incarnation of the same worker, with IDs).
+func (v *Verifier) raiseFloor(is, m *issuer) {
+	if v.kind == KindSnowflake {
+		if int64(m.maxID) > is.floor {
+			is.floor, is.floorBy = int64(m.maxID), m.id
+		}
+	} else if is.floorBy < 0 || is.floorW.less(m.maxW) {
+		is.floorW, is.floorBy = m.maxW, m.id
+	}
+}
+
 // FaultWindow adds a window and returns its ID. A window counts the calls
 // observed after it is added whose RefStart falls inside it, so add
 // windows before feeding their calls (the harness knows its schedule);
 // gap figures and duplicate details are computed over all windows at
 // Result time regardless.
 func (v *Verifier) FaultWindow(name string, start, end int64) WindowID {
-	v.windows = append(v.windows, &window{Window: Window{Name: name, Start: start, End: end}})
+	v.invalidateEpoch()
+	v.windows = append(v.windows, window{Window: Window{Name: name, Start: start, End: end}})
 	return WindowID(len(v.windows) - 1)
 }
 
 // EndWindow sets the end of a window added open (End math.MaxInt64).
 func (v *Verifier) EndWindow(id WindowID, end int64) {
+	v.invalidateEpoch()
 	v.windows[id].End = end
 }
 
-// Observe checks one call and reports what it found. It panics if
-// o.Issuer was not registered.
+// Observe checks one call of Snowflake IDs and reports what it found. It
+// panics if o.Issuer was not registered, or if o carries IDs and the
+// Verifier's Kind is not KindSnowflake.
 func (v *Verifier) Observe(o Observation) Found {
+	if len(o.IDs) > 0 && v.kind != KindSnowflake {
+		panic(fmt.Sprintf("verify: Snowflake IDs observed by a %s Verifier", v.kind))
+	}
+	is := v.call(&o)
+	switch len(o.IDs) {
+	case 0:
+		return Found{}
+	case 1:
+		return v.observeOne(is, &o, o.IDs[0])
+	}
+	return v.observeIDs(is, &o)
+}
+
+// ObserveWide checks one call of 128-bit IDs (UUIDs or ULIDs): o
+// describes the call, with o.IDs empty, and ids are its IDs in the order
+// returned. It does not retain ids. It panics as Observe does, or if the
+// Verifier's Kind is not a 128-bit one.
+func (v *Verifier) ObserveWide(o Observation, ids []ID128) Found {
+	if len(o.IDs) > 0 || len(ids) > 0 && !v.kind.wide() {
+		panic(fmt.Sprintf("verify: %d 128-bit and %d Snowflake IDs observed by a %s Verifier", len(ids), len(o.IDs), v.kind))
+	}
+	is := v.call(&o)
+	if len(ids) == 0 {
+		return Found{}
+	}
+	return v.observeWide(is, &o, ids)
+}
+
+// ObserveStrings checks one call of string IDs: o describes the call, with
+// o.IDs empty, and ids are its IDs. It copies what it keeps, so ids may
+// point into a reused buffer. It panics as Observe does, or if the
+// Verifier's Kind is not KindString.
+func (v *Verifier) ObserveStrings(o Observation, ids []string) Found {
+	if len(o.IDs) > 0 || len(ids) > 0 && v.kind != KindString {
+		panic(fmt.Sprintf("verify: %d string and %d Snowflake IDs observed by a %s Verifier", len(ids), len(o.IDs), v.kind))
+	}
+	is := v.call(&o)
+	if len(ids) == 0 {
+		return Found{}
+	}
+	return v.observeStrings(is, &o, ids)
+}
+
+// call runs the per-call checks of o (whose RefEnd it clamps) and returns
+// its issuer.
+func (v *Verifier) call(o *Observation) *issuer {
 	if o.Issuer < 0 || int(o.Issuer) >= len(v.issuers) {
 		panic(fmt.Sprintf("verify: unknown issuer %d", o.Issuer))
 	}
 	is := v.issuers[o.Issuer]
-	if o.RefEnd < o.RefStart {
-		o.RefEnd = o.RefStart
+	start, end := o.RefStart, max(o.RefEnd, o.RefStart)
+	o.RefEnd = end
+	if start < v.epochLo || start >= v.epochHi {
+		v.checkEpoch(start)
 	}
-	if !v.seenRef {
-		v.seenRef, v.firstRef, v.lastRef = true, o.RefStart, o.RefEnd
-	} else {
-		v.firstRef, v.lastRef = min(v.firstRef, o.RefStart), max(v.lastRef, o.RefEnd)
+	out := o.Outcome
+	if out >= numOutcomes {
+		out = OutcomeError
 	}
-	if !is.seen {
-		is.seen, is.firstRef, is.lastRef = true, o.RefStart, o.RefEnd
-	} else {
-		is.firstRef, is.lastRef = min(is.firstRef, o.RefStart), max(is.lastRef, o.RefEnd)
-	}
-
-	v.winHit = v.winHit[:0]
-	for i, w := range v.windows {
-		if w.contains(o.RefStart) {
-			v.winHit = append(v.winHit, i)
-		}
-	}
-
-	v.calls.add(o.Outcome)
-	is.calls.add(o.Outcome)
-	if o.Outcome == OutcomeOK {
+	v.cur.calls[out]++
+	is.firstRef, is.lastRef = min(is.firstRef, start), max(is.lastRef, end)
+	if out == OutcomeOK {
+		is.ok++
 		// Calls arrive in about time order: reuse the last bucket number.
 		// Rather than divide: the test is modular, so it stays exact
 		// where bucketStart wrapped around for absurd times.
-		if !v.bucketOK || uint64(o.RefEnd-v.bucketStart) >= uint64(v.gapRes) {
-			v.bucket = floorDiv(o.RefEnd, v.gapRes)
+		if !v.bucketOK || uint64(end-v.bucketStart) >= uint64(v.gapRes) {
+			v.bucket = floorDiv(end, v.gapRes)
 			v.bucketStart, v.bucketOK = v.bucket*v.gapRes, true
 		}
-		b := v.bucket
-		v.succ.add(b)
-		is.succ.add(b)
+		is.succ.add(v.bucket)
+	} else {
+		is.failed[out]++
 	}
-	w := max(o.Wait, 0)
-	v.wait.add(int64(w), 1)
-	if w > v.maxWait {
-		v.maxWait, v.maxWaitBy, v.maxWaitAt = w, o.Issuer, o.RefStart
+	if o.Wait > 0 {
+		v.recordWait(is, o.Wait, start)
+	}
+	return is
+}
+
+// recordWait records a call's positive wait.
+func (v *Verifier) recordWait(is *issuer, w time.Duration, start int64) {
+	t := &v.cur
+	t.wait.add(int64(w), 1)
+	if w > t.maxWait {
+		t.maxWait, t.maxWaitBy, t.maxWaitAt = w, is.id, start
 	}
 	is.maxWait = max(is.maxWait, w)
-	for _, i := range v.winHit {
-		win := v.windows[i]
-		win.calls.add(o.Outcome)
-		win.wait.add(int64(w), 1)
-		win.maxWait = max(win.maxWait, w)
-	}
-
-	var f Found
-	if len(o.IDs) > 0 {
-		f = v.observeIDs(is, &o)
-		for _, i := range v.winHit {
-			win := v.windows[i]
-			win.dups += uint64(f.Duplicates)
-			win.order += uint64(f.OrderViolations)
-			win.restv += uint64(f.RestartViolations)
-		}
-	}
-	return f
 }
 
-// observeIDs runs the per-ID checks of one call.
-func (v *Verifier) observeIDs(is *issuer, o *Observation) Found {
-	var f Found
-	var st *stream
-	v.dupAt = v.dupAt[:0]
-	if o.Stream != 0 {
-		st = is.lastStr
-		if st == nil || st.id != o.Stream {
-			st = v.stream(o.Stream)
-			is.lastStr = st
+// stream returns the state of stream id for a call of is, creating it.
+func (v *Verifier) stream(is *issuer, id uint64, n int) *stream {
+	st := is.lastStr
+	if st == nil || st.id != id {
+		st = v.streams[id]
+		if st == nil {
+			st = &stream{id: id}
+			v.streams[id] = st
 		}
-		st.calls++
-		st.ids += uint64(len(o.IDs))
+		is.lastStr = st
 	}
-	v.ids += uint64(len(o.IDs))
-	is.ids += uint64(len(o.IDs))
-
-	lo, hi := o.IDs[0], o.IDs[0]
-	floor := is.floor
-	curTick, run := int64(-1), uint64(0)
-	for i, id := range o.IDs {
-		lo, hi = min(lo, id), max(hi, id)
-		if st != nil {
-			if st.has && id <= st.last {
-				f.OrderViolations++
-				v.orderViolation(st, is, st.last, id, o)
-			}
-			st.last, st.has = id, true
-		}
-		if int64(id) <= floor && is.floorBy >= 0 {
-			f.RestartViolations++
-			v.restartViolation(is, id, o)
-		}
-		if !v.add(is, id) {
-			f.Duplicates++
-			v.duplicate(is, id, i, o)
-		}
-		if t := int64((uint64(id) &^ (1 << 63)) >> is.tickShift); t != curTick {
-			if run > 0 {
-				v.leadLag(is, curTick, run, o)
-			}
-			curTick, run = t, 0
-		}
-		run++
-	}
-	v.leadLag(is, curTick, run, o)
-
-	// The issuer's range and time records.
-	if !is.hasIDs {
-		is.hasIDs, is.minID, is.maxID = true, lo, hi
-	} else {
-		is.minID, is.maxID = min(is.minID, lo), max(is.maxID, hi)
-	}
-	v.record(is, lo, hi, uint32(min(len(o.IDs), math.MaxUint32)), o)
-	if is.hasSuccessor {
-		for _, mid := range is.group.members {
-			m := v.issuers[mid]
-			if m.ref.Incarnation > is.ref.Incarnation && int64(is.maxID) > m.floor {
-				m.floor, m.floorBy = int64(is.maxID), is.id
-			}
-		}
-	}
-	return f
-}
-
-// add records id as issued by is and reports whether it was fresh. Every
-// ID lives in exactly one issuer's Set, the first issuer's; owners lists,
-// per node field, the issuers whose Sets may hold it.
-func (v *Verifier) add(is *issuer, id generator.ID) bool {
-	node := (uint64(id) >> v.seqBits) & v.nodeMsk
-	ol := is.lastOwner
-	if node != is.lastNode {
-		ol = v.owners[node]
-		if ol == nil {
-			ol = &ownerList{}
-			v.owners[node] = ol
-		}
-		if !slices.Contains(ol.ids, is.id) {
-			ol.ids = append(ol.ids, is.id)
-		}
-		is.lastNode, is.lastOwner = node, ol
-	}
-	for _, oid := range ol.ids {
-		if oid == is.id {
-			continue
-		}
-		other := v.issuers[oid]
-		if !other.hasIDs || id > other.maxID || id < other.minID {
-			continue
-		}
-		if other.set.Contains(id) {
-			v.lastFirst = oid
-			return false
-		}
-	}
-	if is.set.Add(id) {
-		return true
-	}
-	v.lastFirst = is.id
-	return false
-}
-
-// stream returns the state of stream id, creating it.
-func (v *Verifier) stream(id uint64) *stream {
-	st := v.streams[id]
-	if st == nil {
-		st = &stream{id: id}
-		v.streams[id] = st
-	}
+	st.calls++
+	st.ids += uint64(n)
 	return st
 }
 
@@ -634,13 +594,13 @@ type OrderViolation struct {
 	Stream uint64
 	Issuer IssuerRef
 	// Prev is the stream's previous ID, ID the one not above it.
-	Prev, ID generator.ID
+	Prev, ID Value
 	// RefStart is the reference time the call began.
 	RefStart int64
 }
 
-func (v *Verifier) orderViolation(st *stream, is *issuer, prev, id generator.ID, o *Observation) {
-	v.orderViol++
+func (v *Verifier) orderViolation(st *stream, is *issuer, prev, id Value, o *Observation) {
+	v.cur.order++
 	st.violations++
 	ov := OrderViolation{Stream: st.id, Issuer: is.ref, Prev: prev, ID: id, RefStart: o.RefStart}
 	if st.first == nil {
@@ -658,22 +618,21 @@ type RestartViolation struct {
 	// Issuer issued ID.
 	Issuer IssuerRef
 	// ID is the offending ID.
-	ID generator.ID
+	ID Value
 	// Floor is the largest ID a lower incarnation issued, FloorIssuer the
 	// incarnation that issued it.
-	Floor       generator.ID
+	Floor       Value
 	FloorIssuer IssuerRef
 	// RefStart is the reference time the call began.
 	RefStart int64
 }
 
-func (v *Verifier) restartViolation(is *issuer, id generator.ID, o *Observation) {
-	v.restViol++
+func (v *Verifier) restartViolation(is *issuer, id, floor Value, o *Observation) {
+	v.cur.restv++
 	is.restViol++
 	if len(v.restartDetails) < v.details {
 		v.restartDetails = append(v.restartDetails, RestartViolation{
-			Issuer: is.ref, ID: id, Floor: generator.ID(is.floor),
-			FloorIssuer: v.issuers[is.floorBy].ref, RefStart: o.RefStart,
+			Issuer: is.ref, ID: id, Floor: floor, FloorIssuer: v.issuers[is.floorBy].ref, RefStart: o.RefStart,
 		})
 	}
 }
@@ -681,7 +640,7 @@ func (v *Verifier) restartViolation(is *issuer, id generator.ID, o *Observation)
 // Duplicate is an ID issued twice.
 type Duplicate struct {
 	// ID is the repeated ID.
-	ID generator.ID
+	ID Value
 	// First issued ID before Second did. They may be the same issuer (a
 	// generator that repeated itself, for example after a clock rewind).
 	First, Second IssuerRef
@@ -698,112 +657,48 @@ type Duplicate struct {
 	Windows []string
 }
 
-func (v *Verifier) duplicate(is *issuer, id generator.ID, i int, o *Observation) {
-	first := v.issuers[v.lastFirst]
-	v.dups++
+// duplicate counts a duplicate that is repeated of first, and returns a
+// record to fill in, or nil when details are full.
+func (v *Verifier) duplicate(is *issuer, first IssuerID, o *Observation) *Duplicate {
+	v.cur.dups++
 	is.dups++
-	v.pairs[[2]IssuerID{first.id, is.id}]++
-	if len(v.dupDetails) < v.details {
-		d := Duplicate{ID: id, First: first.ref, Second: is.ref,
-			SecondRefStart: o.RefStart, SecondRefEnd: o.RefEnd, Stream: o.Stream}
-		// When the same call issued id earlier and that occurrence was
-		// fresh, this call is the first issue.
-		inCall := false
-		if first == is {
-			if j := slices.Index(o.IDs[:i], id); j >= 0 && !slices.Contains(v.dupAt, j) {
-				inCall = true
-			}
-		}
-		if inCall {
-			d.FirstRefStart, d.FirstRefEnd = o.RefStart, o.RefEnd
-		} else {
-			d.FirstRefStart, d.FirstRefEnd = first.bracket(id)
-		}
-		v.dupDetails = append(v.dupDetails, d)
+	v.pairs[[2]IssuerID{first, is.id}]++
+	if len(v.dupDetails) >= v.details {
+		return nil
 	}
-	v.dupAt = append(v.dupAt, i)
+	v.dupDetails = append(v.dupDetails, Duplicate{First: v.issuers[first].ref, Second: is.ref,
+		SecondRefStart: o.RefStart, SecondRefEnd: o.RefEnd, Stream: o.Stream})
+	return &v.dupDetails[len(v.dupDetails)-1]
 }
 
-// bracket returns the reference-time span of the calls of is that may
-// have issued id: the union of the blocks whose range holds it.
-func (is *issuer) bracket(id generator.ID) (start, end int64) {
-	holds := func(b *block) bool { return b.min <= id && id <= b.max }
-	if is.monotone {
-		bs := is.blocks
-		i, _ := slices.BinarySearchFunc(bs, id, func(b block, id generator.ID) int { return cmp.Compare(b.max, id) })
-		if i < len(bs) && holds(&bs[i]) {
-			return bs[i].refStart, bs[i].refEnd
-		}
-		if is.hasCur && holds(&is.cur) {
-			return is.cur.refStart, is.cur.refEnd
-		}
-	}
-	found := false
-	note := func(b *block) {
-		if !holds(b) {
-			return
-		}
-		if !found {
-			start, end, found = b.refStart, b.refEnd, true
-		} else {
-			start, end = min(start, b.refStart), max(end, b.refEnd)
-		}
-	}
-	for i := range is.blocks {
-		note(&is.blocks[i])
-	}
-	if is.hasCur {
-		note(&is.cur)
-	}
-	if !found { // cannot happen: every issued ID is in a block
-		return is.firstRef, is.lastRef
-	}
-	return start, end
+// off reports whether tick lies off the reference span [start, end] of a
+// call, so that its IDs have a lead or a lag; false, the common case,
+// costs a multiply and three compares. Up to maxTick e+tickNs fits in
+// int64, so they cannot overflow (ticks are never negative).
+func (c *tickClock) off(tick, start, end int64) bool {
+	e := c.epochNs + tick*c.tickNs
+	return tick > c.maxTick || e > end || start > e+c.tickNs
 }
 
-// record notes that is issued IDs in [lo, hi] during the call o,
-// extending the open block while it is small.
-func (v *Verifier) record(is *issuer, lo, hi generator.ID, n uint32, o *Observation) {
-	if is.hasCur {
-		b := &is.cur
-		span := max(o.RefEnd, b.refEnd) - min(o.RefStart, b.refStart)
-		if (span < v.blkSpan || b.n < minBlockIDs) && span < maxBlockSpans*v.blkSpan {
-			if lo < b.min {
-				b.min = lo
-				if k := len(is.blocks); k > 0 && lo <= is.blocks[k-1].max {
-					is.monotone = false
-				}
-			}
-			b.max = max(b.max, hi)
-			b.refStart, b.refEnd = min(b.refStart, o.RefStart), max(b.refEnd, o.RefEnd)
-			b.n += min(n, math.MaxUint32-b.n)
-			return
-		}
-		is.blocks = append(is.blocks, *b)
-		if lo <= b.max {
-			is.monotone = false
-		}
-	}
-	is.cur, is.hasCur = block{min: lo, max: hi, refStart: o.RefStart, refEnd: o.RefEnd, n: n}, true
-}
-
-// leadLag records n IDs of one tick issued in call o.
+// leadLag records the lead or lag of n IDs of one tick issued in call o:
+// how far the tick began after the call ended (lead) or ended before it
+// began (lag).
 func (v *Verifier) leadLag(is *issuer, tick int64, n uint64, o *Observation) {
 	// Start of the tick, saturating so that its end still fits in int64.
-	e := is.epochNs
-	if tick > is.maxTick {
-		e = math.MaxInt64 - is.tickNs
+	c := is.clk
+	e := c.epochNs
+	if tick > c.maxTick {
+		e = math.MaxInt64 - c.tickNs
 	} else {
-		e += tick * is.tickNs
+		e += tick * c.tickNs
 	}
-	lead := subSat(e, o.RefEnd)
-	lag := subSat(o.RefStart, e+is.tickNs)
-	v.lead.add(lead, n)
-	v.lag.add(lag, n)
-	is.maxLead, is.maxLg = max(is.maxLead, lead), max(is.maxLg, lag)
-	for _, i := range v.winHit {
-		v.windows[i].lead.add(lead, n)
-		v.windows[i].lag.add(lag, n)
+	if lead := subSat(e, o.RefEnd); lead > 0 {
+		v.cur.lead.add(lead, n)
+		is.maxLead = max(is.maxLead, lead)
+	}
+	if lag := subSat(o.RefStart, e+c.tickNs); lag > 0 {
+		v.cur.lag.add(lag, n)
+		is.maxLag = max(is.maxLag, lag)
 	}
 }
 
@@ -837,202 +732,7 @@ type Progress struct {
 
 // Progress returns the running totals in constant time.
 func (v *Verifier) Progress() Progress {
-	return Progress{Calls: v.calls.Total, IDs: v.ids, Duplicates: v.dups, OrderViolations: v.orderViol, RestartViolations: v.restViol}
-}
-
-// Result is everything a Verifier found. Lists are in a deterministic
-// order, so equal inputs give equal Results.
-type Result struct {
-	// Calls counts every call by outcome; Calls.Availability() is the
-	// run's availability.
-	Calls Calls
-	// IDs counts IDs observed, Unique the distinct ones, Duplicates the
-	// rest (IDs = Unique + Duplicates).
-	IDs, Unique, Duplicates uint64
-	// DuplicatePairs counts duplicates per (first, second) issuer pair,
-	// most first.
-	DuplicatePairs []DuplicatePair
-	// DuplicateDetails are the first Config.MaxDetails duplicates.
-	DuplicateDetails []Duplicate
-	// OrderViolations counts IDs not above their stream's previous ID;
-	// Streams counts the streams checked; ViolatedStreams lists each stream
-	// with a violation, by stream ID; OrderDetails are the first ones.
-	OrderViolations uint64
-	Streams         uint64
-	ViolatedStreams []StreamResult
-	OrderDetails    []OrderViolation
-	// RestartViolations counts IDs not above every ID a lower incarnation
-	// of their worker issued; RestartDetails are the first ones.
-	RestartViolations uint64
-	RestartDetails    []RestartViolation
-	// Lead is, per ID, how far its embedded time certainly lay ahead of
-	// reference time: the start of its tick minus the call's RefEnd (0 when
-	// not ahead). Lag is how far it certainly lay behind: the call's
-	// RefStart minus the end of its tick (0 when not behind). A generator
-	// in step with reference time scores 0 on both.
-	Lead, Lag Dist
-	// Wait is the distribution of per-call waits; MaxWaitIssuer and
-	// MaxWaitAt say where the longest happened.
-	Wait          Dist
-	MaxWaitIssuer IssuerRef
-	MaxWaitAt     int64
-	// LongestGap is the longest time, over the run, in which no call
-	// succeeded, to within Config.GapResolution.
-	LongestGap time.Duration
-	// FirstRef and LastRef bound the observed calls.
-	FirstRef, LastRef int64
-	// Windows holds one entry per fault window, in the order added.
-	Windows []WindowResult
-	// Issuers holds one entry per issuer, in registration order.
-	Issuers []IssuerResult
-	// Bytes estimates the memory the Verifier holds.
-	Bytes uint64
-}
-
-// DuplicatePair counts duplicates between two issuers.
-type DuplicatePair struct {
-	// First issued the IDs before Second did.
-	First, Second IssuerRef
-	// Count is how many IDs Second repeated.
-	Count uint64
-}
-
-// StreamResult is one stream's order figures.
-type StreamResult struct {
-	// Stream is the stream's ID.
-	Stream uint64
-	// Calls and IDs count what it observed, Violations its order
-	// violations.
-	Calls, IDs, Violations uint64
-	// First is the stream's first violation.
-	First OrderViolation
-}
-
-// WindowResult is one fault window's figures, over the calls whose
-// RefStart falls inside it.
-type WindowResult struct {
-	// Window is the window as last set.
-	Window
-	// Calls counts its calls by outcome.
-	Calls Calls
-	// LongestGap is the longest time within the window (clipped to the
-	// observed calls) in which no call succeeded; LongestIssuerGap the
-	// longest for any single issuer within its own active span, and
-	// GapIssuer that issuer.
-	LongestGap, LongestIssuerGap time.Duration
-	GapIssuer                    IssuerRef
-	// Lead, Lag and Wait are its distributions (see Result).
-	Lead, Lag, Wait Dist
-	// Duplicates, OrderViolations and RestartViolations count its findings.
-	Duplicates, OrderViolations, RestartViolations uint64
-}
-
-// IssuerResult is one issuer's figures.
-type IssuerResult struct {
-	// IssuerRef names the issuer.
-	IssuerRef
-	// Calls counts its calls by outcome.
-	Calls Calls
-	// IDs it returned; Duplicates among them that were issued before;
-	// RestartViolations among them not above a lower incarnation's IDs.
-	IDs, Duplicates, RestartViolations uint64
-	// MinID and MaxID bound its IDs (0 when none).
-	MinID, MaxID generator.ID
-	// MaxLead, MaxLag and MaxWait are its extremes (see Result).
-	MaxLead, MaxLag, MaxWait time.Duration
-	// LongestGap is the longest time between its first and last call in
-	// which none of its calls succeeded.
-	LongestGap time.Duration
-	// FirstRef and LastRef bound its calls.
-	FirstRef, LastRef int64
-}
-
-// Result computes the figures so far. It costs time in proportion to the
-// number of issuers, windows and success buckets, not IDs; the Verifier
-// can keep observing afterwards.
-func (v *Verifier) Result() Result {
-	r := Result{
-		Calls: v.calls, IDs: v.ids, Duplicates: v.dups, Unique: v.ids - v.dups,
-		OrderViolations: v.orderViol, Streams: uint64(len(v.streams)),
-		RestartViolations: v.restViol,
-		Lead:              v.lead.dist(), Lag: v.lag.dist(), Wait: v.wait.dist(),
-		MaxWaitAt: v.maxWaitAt, FirstRef: v.firstRef, LastRef: v.lastRef,
-		OrderDetails:   slices.Clone(v.orderDetails),
-		RestartDetails: slices.Clone(v.restartDetails),
-	}
-	if v.maxWait > 0 {
-		r.MaxWaitIssuer = v.issuers[v.maxWaitBy].ref
-	}
-	for k, n := range v.pairs {
-		r.DuplicatePairs = append(r.DuplicatePairs, DuplicatePair{First: v.issuers[k[0]].ref, Second: v.issuers[k[1]].ref, Count: n})
-	}
-	slices.SortFunc(r.DuplicatePairs, func(a, b DuplicatePair) int {
-		return cmp.Or(cmp.Compare(b.Count, a.Count), cmpRef(a.First, b.First), cmpRef(a.Second, b.Second))
-	})
-	for _, d := range v.dupDetails {
-		d.Windows = nil
-		for _, w := range v.windows {
-			if w.contains(d.SecondRefStart) {
-				d.Windows = append(d.Windows, w.Name)
-			}
-		}
-		r.DuplicateDetails = append(r.DuplicateDetails, d)
-	}
-	for _, st := range v.streamsWithViolation {
-		r.ViolatedStreams = append(r.ViolatedStreams, StreamResult{Stream: st.id, Calls: st.calls, IDs: st.ids, Violations: st.violations, First: *st.first})
-	}
-	slices.SortFunc(r.ViolatedStreams, func(a, b StreamResult) int { return cmp.Compare(a.Stream, b.Stream) })
-	if v.seenRef {
-		r.LongestGap = v.succ.longestGap(v.firstRef, v.lastRef, v.gapRes)
-	}
-	for _, w := range v.windows {
-		wr := WindowResult{Window: w.Window, Calls: w.calls, Lead: w.lead.dist(), Lag: w.lag.dist(), Wait: w.wait.dist(),
-			Duplicates: w.dups, OrderViolations: w.order, RestartViolations: w.restv}
-		if v.seenRef {
-			wr.LongestGap = v.succ.longestGap(max(w.Start, v.firstRef), min(w.End, v.lastRef), v.gapRes)
-		}
-		for _, is := range v.issuers {
-			if !is.seen {
-				continue
-			}
-			if g := is.succ.longestGap(max(w.Start, is.firstRef), min(w.End, is.lastRef), v.gapRes); g > wr.LongestIssuerGap {
-				wr.LongestIssuerGap, wr.GapIssuer = g, is.ref
-			}
-		}
-		r.Windows = append(r.Windows, wr)
-	}
-	r.Bytes = v.bytes()
-	for _, is := range v.issuers {
-		ir := IssuerResult{IssuerRef: is.ref, Calls: is.calls, IDs: is.ids, Duplicates: is.dups, RestartViolations: is.restViol,
-			MaxLead: time.Duration(is.maxLead), MaxLag: time.Duration(is.maxLg), MaxWait: is.maxWait,
-			FirstRef: is.firstRef, LastRef: is.lastRef}
-		if is.hasIDs {
-			ir.MinID, ir.MaxID = is.minID, is.maxID
-		}
-		if is.seen {
-			ir.LongestGap = is.succ.longestGap(is.firstRef, is.lastRef, v.gapRes)
-		}
-		r.Issuers = append(r.Issuers, ir)
-	}
-	return r
-}
-
-func cmpRef(a, b IssuerRef) int {
-	return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Incarnation, b.Incarnation), cmp.Compare(a.Worker, b.Worker))
-}
-
-// bytes estimates the Verifier's memory: Sets, time records, gap bitmaps
-// and histograms.
-func (v *Verifier) bytes() uint64 {
-	b := v.succ.bytes()
-	hb := func(h *hist) uint64 { return uint64(cap(h.counts)) * 8 }
-	b += hb(&v.lead) + hb(&v.lag) + hb(&v.wait)
-	for _, w := range v.windows {
-		b += hb(&w.lead) + hb(&w.lag) + hb(&w.wait)
-	}
-	for _, is := range v.issuers {
-		b += is.set.Bytes() + uint64(cap(is.blocks))*uint64(unsafe.Sizeof(block{})) + is.succ.bytes()
-	}
-	b += uint64(len(v.streams)) * 96
-	return b
+	r, c := &v.run, &v.cur
+	return Progress{Calls: r.total() + c.total(), IDs: r.ids + c.ids, Duplicates: r.dups + c.dups,
+		OrderViolations: r.order + c.order, RestartViolations: r.restv + c.restv}
 }

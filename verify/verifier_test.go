@@ -29,6 +29,9 @@ func id(tick, node, seq int64) generator.ID {
 	return v
 }
 
+// sv composes a default-layout ID as a Value.
+func sv(tick, node, seq int64) Value { return SnowflakeValue(id(tick, node, seq)) }
+
 // at returns the reference time of the start of tick plus off.
 func at(tick int64, off time.Duration) int64 { return epochNs + tick*ms + int64(off) }
 
@@ -66,7 +69,7 @@ func TestCleanRun(t *testing.T) {
 	if r.LongestGap != time.Millisecond {
 		t.Fatalf("longest gap %v, want 1ms (one success per ms)", r.LongestGap)
 	}
-	if len(r.Issuers) != 2 || r.Issuers[0].IDs != 200 || r.Issuers[0].MinID != id(1000, 1, 0) || r.Issuers[0].MaxID != id(1099, 1, 1) {
+	if len(r.Issuers) != 2 || r.Issuers[0].IDs != 200 || r.Issuers[0].MinID != sv(1000, 1, 0) || r.Issuers[0].MaxID != sv(1099, 1, 1) {
 		t.Fatalf("issuers %+v", r.Issuers)
 	}
 	if p := v.Progress(); p.IDs != 300 || p.Calls != 200 {
@@ -97,7 +100,7 @@ func TestDuplicateAcrossClones(t *testing.T) {
 		t.Fatalf("pairs %+v", r.DuplicatePairs)
 	}
 	d := r.DuplicateDetails[0]
-	if d.ID != id(2000, 7, 0) || d.First != want.First || d.Second != want.Second {
+	if d.ID != sv(2000, 7, 0) || d.First != want.First || d.Second != want.Second {
 		t.Fatalf("detail %+v", d)
 	}
 	// The first issue happened in node-a's call for tick 2000; the bracket
@@ -135,11 +138,11 @@ func TestRestartRepeatsIDs(t *testing.T) {
 	}
 	r := v.Result()
 	rv := r.RestartDetails[0]
-	if rv.Issuer != (IssuerRef{"node-a", 1, 3}) || rv.FloorIssuer != (IssuerRef{"node-a", 0, 3}) || rv.Floor != id(199, 3, 0) || rv.ID != id(150, 3, 0) {
+	if rv.Issuer != (IssuerRef{"node-a", 1, 3}) || rv.FloorIssuer != (IssuerRef{"node-a", 0, 3}) || rv.Floor != sv(199, 3, 0) || rv.ID != sv(150, 3, 0) {
 		t.Fatalf("restart detail %+v", rv)
 	}
 	d := r.DuplicateDetails[0]
-	if d.First.Incarnation != 0 || d.Second.Incarnation != 1 || d.ID != id(150, 3, 0) {
+	if d.First.Incarnation != 0 || d.Second.Incarnation != 1 || d.ID != sv(150, 3, 0) {
 		t.Fatalf("dup detail %+v", d)
 	}
 	if d.FirstRefStart > at(150, 200*time.Microsecond) || d.FirstRefEnd < at(150, 300*time.Microsecond) {
@@ -208,7 +211,7 @@ func TestOutOfOrderStream(t *testing.T) {
 		t.Fatalf("order %d streams %d details %d", r.OrderViolations, r.Streams, len(r.OrderDetails))
 	}
 	want := StreamResult{Stream: 9, Calls: 4, IDs: 7, Violations: 3,
-		First: OrderViolation{Stream: 9, Issuer: IssuerRef{"a", 0, 1}, Prev: id(10, 1, 1), ID: id(9, 1, 5), RefStart: at(9, 200*time.Microsecond)}}
+		First: OrderViolation{Stream: 9, Issuer: IssuerRef{"a", 0, 1}, Prev: sv(10, 1, 1), ID: sv(9, 1, 5), RefStart: at(9, 200*time.Microsecond)}}
 	if !reflect.DeepEqual(r.ViolatedStreams, []StreamResult{want}) {
 		t.Fatalf("streams %+v", r.ViolatedStreams)
 	}
@@ -236,7 +239,7 @@ func TestSelfDuplicateAfterRewind(t *testing.T) {
 		t.Fatalf("dups %d order %d pairs %+v", r.Duplicates, r.OrderViolations, r.DuplicatePairs)
 	}
 	d := r.DuplicateDetails[0]
-	if d.ID != id(1050, 1, 0) || d.SecondRefStart != at(1200, 200*time.Microsecond) {
+	if d.ID != sv(1050, 1, 0) || d.SecondRefStart != at(1200, 200*time.Microsecond) {
 		t.Fatalf("detail %+v", d)
 	}
 	if d.FirstRefStart > at(1050, 200*time.Microsecond) || d.FirstRefEnd < at(1050, 300*time.Microsecond) || d.FirstRefEnd >= d.SecondRefStart {
@@ -503,7 +506,7 @@ func compareWithModel(t *testing.T, seed uint64) {
 	}
 	for i, d := range res.DuplicateDetails {
 		w := m.details[i]
-		if d.ID != w.id || d.First != ref(w.first.is) || d.Second != ref(w.second) {
+		if d.ID != SnowflakeValue(w.id) || d.First != ref(w.first.is) || d.Second != ref(w.second) {
 			t.Fatalf("detail %d: %+v, model %+v", i, d, w)
 		}
 		if d.FirstRefStart > w.first.start || d.FirstRefEnd < w.first.end {
@@ -607,7 +610,7 @@ func TestConcurrentFeeders(t *testing.T) {
 func TestHistQuantiles(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 2, 99, 100, 1000, 12345} {
-		var h hist
+		var h, a, b hist
 		vals := make([]int64, n)
 		for i := range vals {
 			switch r.IntN(3) {
@@ -618,19 +621,36 @@ func TestHistQuantiles(t *testing.T) {
 			default:
 				vals[i] = r.Int64N(1 << 50)
 			}
-			h.add(vals[i], 1)
+			if vals[i] > 0 {
+				h.add(vals[i], 1)
+				// Two halves merged give the same histogram.
+				if i%2 == 0 {
+					a.add(vals[i], 1)
+				} else {
+					b.add(vals[i], 1)
+				}
+			}
 		}
+		a.merge(&b)
 		slices.Sort(vals)
 		for _, q := range []float64{0.5, 0.99, 1} {
 			rank := int(math.Ceil(q * float64(n)))
 			want := vals[max(rank, 1)-1]
-			got := h.quantile(q)
+			got := h.quantile(q, uint64(n))
 			if got < want || got > want+want/64 {
 				t.Fatalf("n=%d q=%v: got %d, want %d (+1/64)", n, q, got, want)
 			}
+			if m := a.quantile(q, uint64(n)); m != got {
+				t.Fatalf("n=%d q=%v: merged halves give %d, whole %d", n, q, m, got)
+			}
 		}
-		if h.dist().Max != time.Duration(vals[n-1]) {
-			t.Fatalf("max %v, want %d", h.dist().Max, vals[n-1])
+		if d := h.dist(uint64(n)); d.Max != time.Duration(vals[n-1]) || d.Count != uint64(n) {
+			t.Fatalf("dist %+v, want max %d count %d", d, vals[n-1], n)
+		}
+		c := h.clone()
+		h.reset()
+		if h.dist(0) != (Dist{}) || c.dist(uint64(n)).Max != time.Duration(vals[n-1]) {
+			t.Fatal("reset or clone")
 		}
 	}
 	for i := 1; i < histBuckets; i++ {
@@ -639,7 +659,7 @@ func TestHistQuantiles(t *testing.T) {
 		}
 	}
 	var empty hist
-	if empty.dist() != (Dist{}) {
+	if empty.dist(0) != (Dist{}) || empty.dist(5) != (Dist{Count: 5}) {
 		t.Fatal("empty")
 	}
 }

@@ -29,9 +29,9 @@ type Peer struct {
 	// CeilingNote explains the ceiling ("4096 per 1 ms tick").
 	CeilingNote string
 	// Faults are the fault kinds that reach the library.
-	Faults []scenario.Kind
+	Faults []faults.Kind
 	// NA says, for each fault kind that does not reach it, why.
-	NA map[scenario.Kind]string
+	NA map[faults.Kind]string
 	// Simulated is true when the library reads only the time it is given,
 	// so it runs on the harness's virtual time.
 	Simulated bool

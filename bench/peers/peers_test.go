@@ -51,7 +51,7 @@ func TestEachPeerIssues(t *testing.T) {
 				if d := time.Duration(at - wall); d < -time.Minute || d > time.Minute {
 					t.Fatalf("id %d embeds %s, %s from now", i, l.Decode(id).Time, d)
 				}
-				if len(p.Faults) > 0 && p.Faults[0] == scenario.KindRestart && p.Name != "ulid" {
+				if len(p.Faults) > 0 && p.Faults[0] == faults.KindRestart && p.Name != "ulid" {
 					if w := l.Decode(id).Worker; w != 1 {
 						t.Fatalf("id %d carries worker %d, want 1", i, w)
 					}
@@ -83,7 +83,7 @@ func TestEachPeerIssues(t *testing.T) {
 func TestRestartAfterRewind(t *testing.T) {
 	l := generator.DefaultLayout()
 	for _, p := range All() {
-		if p.NotApplicable(scenario.Fault{Kind: scenario.KindRestart}) != "" {
+		if p.NotApplicable(scenario.Fault{Kind: faults.KindRestart}) != "" {
 			continue
 		}
 		t.Run(p.Name, func(t *testing.T) {
@@ -92,7 +92,7 @@ func TestRestartAfterRewind(t *testing.T) {
 			if err := n.Stop(context.Background(), target.StopOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := n.Clock().Apply(context.Background(), target.ClockFault{Kind: scenario.KindStep, By: -time.Second}); err != nil {
+			if err := n.Clock().Apply(context.Background(), faults.Fault{Kind: faults.KindStep, By: -time.Second}); err != nil {
 				t.Fatal(err)
 			}
 			if off, _ := n.Clock().Offset(context.Background()); off != -time.Second {
@@ -118,7 +118,7 @@ func TestULIDOnVirtualTime(t *testing.T) {
 	seen := map[generator.ID]bool{}
 	first := issue(t, n, 100)
 	v.Advance(10 * time.Millisecond)
-	if err := n.Clock().Apply(context.Background(), target.ClockFault{Kind: scenario.KindStep, By: -time.Second}); err != nil {
+	if err := n.Clock().Apply(context.Background(), faults.Fault{Kind: faults.KindStep, By: -time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	second := issue(t, n, 100)
@@ -171,7 +171,7 @@ func TestInterner(t *testing.T) {
 func TestEveryKindAccountedFor(t *testing.T) {
 	for _, p := range All() {
 		caps := p.Info().Caps
-		for _, k := range scenario.Kinds() {
+		for _, k := range faults.Kinds(faults.InScenario) {
 			_, na := p.NA[k]
 			if caps.Supports(k) == na {
 				t.Errorf("%s / %s: supported %v, n/a reason %v", p.Name, k, caps.Supports(k), na)

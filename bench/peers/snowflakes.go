@@ -10,7 +10,6 @@ import (
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
-	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 )
 
@@ -22,21 +21,21 @@ const (
 )
 
 // clockKinds are the fault kinds that act on a running node's clock.
-var clockKinds = []scenario.Kind{
-	scenario.KindStep, scenario.KindFreeze, scenario.KindLeap, scenario.KindSmear,
-	scenario.KindSlew, scenario.KindDrift, scenario.KindPause, scenario.KindRevert,
+var clockKinds = []faults.Kind{
+	faults.KindStep, faults.KindFreeze, faults.KindLeap, faults.KindSmear,
+	faults.KindSlew, faults.KindDrift, faults.KindPause, faults.KindRevert,
 }
 
 // withNoLease adds to m the reason every peer shares for a lease-store
 // outage, and returns m.
-func withNoLease(m map[scenario.Kind]string) map[scenario.Kind]string {
-	m[scenario.KindStoreOutage] = naNoLease
+func withNoLease(m map[faults.Kind]string) map[faults.Kind]string {
+	m[faults.KindStoreOutage] = naNoLease
 	return m
 }
 
 // naAll maps every kind in kinds to why.
-func naAll(why string, kinds ...scenario.Kind) map[scenario.Kind]string {
-	m := map[scenario.Kind]string{}
+func naAll(why string, kinds ...faults.Kind) map[faults.Kind]string {
+	m := map[faults.Kind]string{}
 	for _, k := range kinds {
 		m[k] = why
 	}
@@ -46,7 +45,7 @@ func naAll(why string, kinds ...scenario.Kind) map[scenario.Kind]string {
 // lifecycle are the faults a Snowflake-style library with a machine ID
 // takes: a restart (a new instance), a clone (a second instance with the
 // same machine ID) and a handoff (its machine ID started on another host).
-var lifecycle = []scenario.Kind{scenario.KindRestart, scenario.KindClone, scenario.KindHandoff}
+var lifecycle = []faults.Kind{faults.KindRestart, faults.KindClone, faults.KindHandoff}
 
 var bwmarrinPeer = &Peer{
 	Name:        "bwmarrin",

@@ -12,7 +12,6 @@ import (
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
-	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 )
 
@@ -22,11 +21,11 @@ var uuidV7Peer = &Peer{
 	Licence:     "BSD-3-Clause",
 	Clock:       "the wall clock on every call (time.Now), behind a process-global monotonic guard; no clock hook (only SetRand)",
 	CeilingNote: "none: 12-bit sub-ms counter runs ahead of the clock when exhausted, 62 random bits",
-	NA: func() map[scenario.Kind]string {
+	NA: func() map[faults.Kind]string {
 		m := naAll(naWallNoHook, clockKinds...)
-		m[scenario.KindRestart] = "its state (the last-issued time guard) is process-global and unexported: a new instance cannot be made in-process; a real restart resets it"
-		m[scenario.KindClone] = "no worker ID to duplicate: instances differ by 62 random bits"
-		m[scenario.KindHandoff] = "no worker ID to hand off"
+		m[faults.KindRestart] = "its state (the last-issued time guard) is process-global and unexported: a new instance cannot be made in-process; a real restart resets it"
+		m[faults.KindClone] = "no worker ID to duplicate: instances differ by 62 random bits"
+		m[faults.KindHandoff] = "no worker ID to hand off"
 		return withNoLease(m)
 	}(),
 	start: func(spec target.NodeSpec, _ *faults.Clock) (instance, error) {
@@ -57,10 +56,10 @@ var ulidPeer = &Peer{
 	Licence:     "Apache-2.0",
 	Clock:       "the time it is passed (here the host clock's wall reading, as ulid.Make passes time.Now)",
 	CeilingNote: "none: 80-bit entropy incremented by up to 2^32 per ID within a ms",
-	Faults:      append([]scenario.Kind{scenario.KindRestart}, clockKinds...),
-	NA: withNoLease(map[scenario.Kind]string{
-		scenario.KindClone:   "no worker ID to duplicate: instances differ by 80 random bits",
-		scenario.KindHandoff: "no worker ID to hand off",
+	Faults:      append([]faults.Kind{faults.KindRestart}, clockKinds...),
+	NA: withNoLease(map[faults.Kind]string{
+		faults.KindClone:   "no worker ID to duplicate: instances differ by 80 random bits",
+		faults.KindHandoff: "no worker ID to hand off",
 	}),
 	Simulated: true,
 	start:     startULID,

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,64 +47,6 @@ func (lf *layoutFlags) layout() (generator.Layout, error) {
 		return l, fmt.Errorf("--epoch: %w", err)
 	}
 	return l, nil
-}
-
-// parseInterleaved parses flags that may come before, between or after
-// positional arguments; "--" ends the flags, and an argument like "-1" is
-// positional (so a negative ID is reported as a bad ID, not a bad flag)
-// unless it is the value of a flag, as in "-n -5".
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos, flags []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if a == "-" || !strings.HasPrefix(a, "-") || isNegativeNumber(a) {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if f := fs.Lookup(name); f != nil && !hasValue && !isBoolFlag(f) && i+1 < len(args) {
-			flags = append(flags, args[i+1])
-			i++
-		}
-	}
-	if err := fs.Parse(flags); err != nil {
-		return nil, err
-	}
-	return append(pos, fs.Args()...), nil
-}
-
-func isBoolFlag(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
-func isNegativeNumber(s string) bool {
-	return len(s) > 1 && s[0] == '-' && s[1] >= '0' && s[1] <= '9'
-}
-
-// flagSet returns a FlagSet that reports to stderr with a usage line.
-func flagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: snowchaos %s\n\nflags:\n", usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// flagExit maps a flag parsing error to an exit code: 0 for -h, else 2
-// (the flag package has already printed the problem and the usage).
-func flagExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitInvalid
 }
 
 // decoded is the JSON form of one decoded ID.

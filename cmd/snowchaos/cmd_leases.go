@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -54,22 +53,13 @@ func runLeases(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitInvalid
 	}
 	fs := flag.NewFlagSet("leases list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, leasesUsage, "\nflags:\n"); fs.PrintDefaults() }
 	dsn := fs.String("dsn", "", "lease store: postgres://..., etcd://host:port[/prefix/] or zk://host:port[/root]")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	schema := fs.String("schema", "public", "Postgres schema of the lease table")
 	table := fs.String("table", "worker_leases", "Postgres lease table")
 	timeout := fs.Duration("timeout", 10*time.Second, "deadline for reaching the store")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitInvalid
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "snowchaos leases list: unexpected argument %q\n", fs.Arg(0))
-		return exitInvalid
+	if code, ok := parseFlags(fs, args[1:], stderr, leasesUsage+"\nflags:\n"); !ok {
+		return code
 	}
 	if *dsn == "" {
 		fmt.Fprintln(stderr, "snowchaos leases list: --dsn is required")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -69,19 +68,8 @@ func runNTP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var f ntpFlags
 	fs := newNTPFlagSet(&f, stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, ntpUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitInvalid
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "snowchaos ntp check: unexpected arguments %q\n", fs.Args())
-		return exitInvalid
+	if code, ok := parseFlags(fs, args[1:], stderr, ntpUsage); !ok {
+		return code
 	}
 	if err := f.cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "snowchaos ntp check: %v\n", err)
@@ -124,7 +112,7 @@ func runNTP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // newNTPFlagSet declares the flags of "ntp check" into f.
 func newNTPFlagSet(f *ntpFlags, out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("snowchaos ntp check", flag.ContinueOnError)
+	fs := flag.NewFlagSet("ntp check", flag.ContinueOnError)
 	fs.SetOutput(out)
 	f.cfg.Samples = ntpcheck.DefaultSamples
 	f.cfg.SampleGap = ntpcheck.DefaultSampleGap

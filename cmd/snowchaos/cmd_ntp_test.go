@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/ntpcheck"
@@ -260,7 +261,7 @@ func TestNTPSuggestScenario(t *testing.T) {
 	if err != nil {
 		t.Fatalf("harness parser rejects it: %v\n%s", err, y)
 	}
-	if len(s.Faults) != 1 || s.Faults[0].Kind != scenario.KindStep || s.Faults[0].By > -200*time.Millisecond ||
+	if len(s.Faults) != 1 || s.Faults[0].Kind != faults.KindStep || s.Faults[0].By > -200*time.Millisecond ||
 		s.Nodes[0].Policy != generator.PolicyRefuse {
 		t.Errorf("scenario does not replay a 250ms step back under refuse:\n%s", y)
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/snowchaos/snowchaos/harness"
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/harness/report"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/scenarios"
@@ -26,11 +27,12 @@ func init() {
 	register(command{name: "run", summary: "run chaos scenarios (default: the built-in suite, simulated)", run: runRun})
 }
 
-const runUsage = `usage: snowchaos run [flags] [FILE|DIR ...]
+const runUsage = `usage: snowchaos run [flags] [FILE|DIR ...] [flags]
 
 Runs scenario scripts against their targets and prints the matrix of
 scenario x target with a verdict per invariant. Without arguments it runs
-the built-in suite (embedded in the binary) in simulated mode.
+the built-in suite (embedded in the binary) in simulated mode. Flags may
+come before or after the files; "--" ends the flags.
 
 Exit status: 0 when every verdict is as expected, 1 when any check failed,
 2 when any is unknown (an unconfirmed fault, an interrupted run) or the
@@ -62,18 +64,13 @@ type runFlags struct {
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f runFlags
 	fl := flag.NewFlagSet("run", flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprint(stderr, runUsage)
-		fl.PrintDefaults()
-	}
 	fl.StringVar(&f.mode, "mode", "", "simulated or real: override every scenario's mode")
 	fl.StringVar(&f.seed, "seed", "", "override every scenario's seed")
 	fl.StringVar(&f.targets, "target", "", "run only these targets (comma-separated names, e.g. wait,bad-no-rewind-check)")
 	fl.BoolVar(&f.failFast, "fail-fast", false, "stop at the first unexpected duplicate and the first failed run")
 	fl.StringVar(&f.reportFmt, "report", "text", "stdout format: text (the matrix) or json")
 	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML file: one test case per scenario x target x invariant")
-	fl.StringVar(&f.history, "history", "", "write every ID request as NDJSON (reference time, node, IDs, outcome) to this file")
+	fl.StringVar(&f.history, "history", "", "write every ID request as NDJSON (reference time, node, IDs, outcome; see docs/history.md) to this file, gzip-compressed when the name ends in .gz (the built-in suite: about 60 MB gzipped, 700 MB plain)")
 	fl.StringVar(&f.html, "html", "", "write a self-contained HTML report with an SVG timeline per scenario")
 	fl.StringVar(&f.metrics, "metrics-addr", "", "serve snowchaos_* and snowflake_* metrics on this address while running (e.g. 127.0.0.1:9464)")
 	fl.DurationVar(&f.linger, "metrics-linger", 0, "with --metrics-addr: keep serving the final metrics this long after the report (until interrupted), so a scraper collects them; 0 stops at once")
@@ -81,18 +78,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&f.parallel, "parallel", 0, "simulated runs at once (0: one per CPU)")
 	fl.BoolVar(&f.list, "list", false, "list the scenarios and targets that would run, and exit")
 	fl.BoolVar(&f.allowNA, "allow-na", false, "report a target that cannot take a scenario as n/a (with the reason) instead of rejecting the suite")
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitInvalid
+	files, code, ok := parseArgs(fl, args, stderr, runUsage)
+	if !ok {
+		return code
 	}
 	opts, err := f.options()
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
 		return exitInvalid
 	}
-	suite, err := loadSuite(fl.Args())
+	suite, err := loadSuite(files)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos run: invalid scenario:\n%v\n", err)
 		return exitInvalid
@@ -138,12 +133,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer hist.Close()
 		opts.History = hist
+		opts.HistoryGzip = strings.HasSuffix(f.history, ".gz")
 	}
 	opts.Timeline = f.html != ""
 	var metricsSrv *telemetry.Server
 	if f.metrics != "" {
 		reg := telemetry.NewRegistry()
-		opts.Metrics = telemetry.NewHarnessMetrics()
+		opts.Metrics = metrics.New()
 		opts.Generators = telemetry.NewGeneratorCollector(telemetry.Options{PerNode: true})
 		reg.MustRegister(opts.Metrics, opts.Generators)
 		srv, err := telemetry.Listen(f.metrics, reg)
@@ -175,20 +171,20 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "snowchaos run: history: %v\n", err)
 		return exitInvalid
 	}
-	code := rep.ExitCode()
+	code = rep.ExitCode()
 	switch f.reportFmt {
 	case "json":
 		err = report.JSON(stdout, rep)
 	default:
 		err = report.Terminal(stdout, rep)
-		if err == nil {
-			fmt.Fprintf(stdout, "ran in %s\n", elapsed.Round(time.Millisecond))
-		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
 		return exitInvalid
 	}
+	// On stderr, so that stdout is the report alone: byte-identical for a
+	// simulated run with the same seed.
+	fmt.Fprintf(stderr, "snowchaos run: ran in %s\n", elapsed.Round(time.Millisecond))
 	for _, out := range []struct {
 		path   string
 		render func(io.Writer, *harness.Report) error
@@ -205,6 +201,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err := hist.Close(); err != nil {
 			fmt.Fprintf(stderr, "snowchaos run: history: %v\n", err)
 			return exitInvalid
+		}
+		if st, err := os.Stat(f.history); err == nil {
+			fmt.Fprintf(stderr, "snowchaos run: history: %s\n", historyNote(f.history, st.Size(), opts.HistoryGzip))
 		}
 	}
 	if metricsSrv != nil && f.linger > 0 {
@@ -335,6 +334,20 @@ func runWriteFile(path string, rep *harness.Report, render func(io.Writer, *harn
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// historyNote describes a written history file: its name, size and
+// format, with a hint to compress a large plain one.
+func historyNote(path string, size int64, gzipped bool) string {
+	mb := fmt.Sprintf("%.1f MB", float64(size)/1e6)
+	if gzipped {
+		return fmt.Sprintf("%s, %s (gzip-compressed NDJSON: zcat %s)", path, mb, path)
+	}
+	note := fmt.Sprintf("%s, %s (NDJSON)", path, mb)
+	if size >= 10e6 {
+		note += "; a name ending in .gz writes it gzip-compressed, about 11 times smaller"
+	}
+	return note
 }
 
 // runIsTTY reports whether w is a terminal.

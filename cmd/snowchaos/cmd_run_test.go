@@ -2,16 +2,18 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/scenarios"
 )
@@ -109,6 +111,28 @@ func TestRunOutputs(t *testing.T) {
 	if lines := bytes.Count(b, []byte("\n")); lines < 1000 {
 		t.Fatalf("history has %d lines", lines)
 	}
+	if want := "snowchaos run: history: " + hist + ", "; !strings.Contains(stderr, want) || !strings.Contains(stderr, " MB (NDJSON)") {
+		t.Fatalf("stderr does not give the history's size:\n%s", stderr)
+	}
+
+	// A name ending in .gz writes the same lines gzip-compressed.
+	gz := filepath.Join(dir, "h.ndjson.gz")
+	code, _, stderr = runCmd(t, "--history", gz, "--target", "wait,bad-memory-only", "--seed", "5", p)
+	if code != 0 || !strings.Contains(stderr, "snowchaos run: history: "+gz+", ") || !strings.Contains(stderr, "gzip-compressed NDJSON") {
+		t.Fatalf("--history %s: exit %d\n%s", gz, code, stderr)
+	}
+	f, err := os.Open(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s is not gzip: %v", gz, err)
+	}
+	if unzipped, err := io.ReadAll(zr); err != nil || !bytes.Equal(unzipped, b) {
+		t.Fatalf("%s holds %d bytes (%v), want the %d of the plain history", gz, len(unzipped), err, len(b))
+	}
 }
 
 func TestRunFlags(t *testing.T) {
@@ -144,7 +168,7 @@ type fixedClockTarget struct{ target.InProcess }
 func (f *fixedClockTarget) Info() target.Info {
 	i := f.InProcess.Info()
 	i.Name = "test-cmd-fixed-clock"
-	i.Caps.Faults = []scenario.Kind{scenario.KindRestart}
+	i.Caps.Faults = []faults.Kind{faults.KindRestart}
 	return i
 }
 
@@ -174,5 +198,45 @@ targets: [wait, test-cmd-fixed-clock]
 	b, err := os.ReadFile(junit)
 	if err != nil || !strings.Contains(string(b), `<skipped message="not applicable: target test-cmd-fixed-clock`) {
 		t.Fatalf("junit: %v\n%s", err, b)
+	}
+}
+
+// TestRunFlagsAfterFiles: flags may follow the scenario files, as in
+// `snowchaos run scenarios/leap-second.yaml --html out.html`; "--" ends
+// the flags, so a file whose name starts with "-" can still be run.
+func TestRunFlagsAfterFiles(t *testing.T) {
+	dir := t.TempDir()
+	html := filepath.Join(dir, "out.html")
+	p := writeScenario(t, "leap-second.yaml", builtin(t, "leap-second.yaml"))
+	code, out, stderr := runCmd(t, p, "--html", html, "--target", "wait")
+	if code != 0 || !strings.Contains(out, "1 scenarios, 1 runs: 1 passed") {
+		t.Fatalf("file then flags: exit %d\n%s%s", code, out, stderr)
+	}
+	if st, err := os.Stat(html); err != nil || st.Size() == 0 {
+		t.Fatalf("--html after the file wrote nothing: %v", err)
+	}
+
+	dash := filepath.Join(dir, "-odd.yaml")
+	if err := os.WriteFile(dash, []byte(builtin(t, "step-back-small.yaml")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	code, out, stderr = runCmd(t, "--target", "wait", "--", "-odd.yaml")
+	if code != 0 || !strings.Contains(out, "1 scenarios, 1 runs: 1 passed") {
+		t.Fatalf(`"--" then a file named -odd.yaml: exit %d\n%s%s`, code, out, stderr)
+	}
+	code, _, stderr = runCmd(t, p, "--no-such-flag")
+	if code != 2 || !strings.Contains(stderr, "flag provided but not defined: -no-such-flag") {
+		t.Fatalf("an unknown flag after the file: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestNoPositionalCommands: a command without positional arguments names
+// the stray one even when flags follow it.
+func TestNoPositionalCommands(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), []string{"leases", "list", "stray", "--json"}, &out, &errb)
+	if code != exitInvalid || !strings.Contains(errb.String(), `snowchaos leases list: unexpected arguments ["stray"]`) {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }

@@ -18,9 +18,9 @@ import (
 	"github.com/snowchaos/snowchaos/lease"
 	leaseetcd "github.com/snowchaos/snowchaos/lease/etcd"
 	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
-	"github.com/snowchaos/snowchaos/node"
 	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
 	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
+	"github.com/snowchaos/snowchaos/node"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/server"
 	"github.com/snowchaos/snowchaos/telemetry"
@@ -45,7 +45,14 @@ SNOWCHAOS_MAX_WAIT, and so on (the flag wins). Prefer SNOWCHAOS_ADMIN_TOKEN
 (or --admin-token-file) to --admin-token, which other users can read in the
 process list.
 
-Exit codes: 0 clean shutdown, 1 serving failed, 2 bad flags or environment.
+A stored mark ahead of the clock (--checkpoint, or the lease's) holds the
+node: it issues no ID until its clock passes the mark, which serve logs at
+start (WARN when longer than --max-wait: not ready until then). A mark at
+or beyond the end of the layout's lifetime is refused.
+
+Exit codes: 0 clean shutdown, 1 serving failed, 2 bad flags or environment
+(including a stored mark beyond the layout's lifetime), 130 or 143 when a
+second SIGINT or SIGTERM cut the graceful shutdown short.
 
 flags:
 `
@@ -63,8 +70,14 @@ type serveFlags struct {
 	maxBatch                int
 	requestTimeout          time.Duration
 	shutdownTimeout         time.Duration
+	readHeaderTimeout       time.Duration
+	readTimeout             time.Duration
+	idleTimeout             time.Duration
+	maxConns                int
 	leaseURL, holder        string
 	leaseTTL                time.Duration
+	leaseSkew               time.Duration
+	markAtRenewal           bool // settable only in a -tags negativecontrols build
 	ntpServers              string
 	ntpMaxOffset, ntpEvery  time.Duration
 	clockOffset             time.Duration
@@ -95,9 +108,14 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.IntVar(&f.maxBatch, "max-batch", server.DefaultMaxBatch, "largest count /v1/ids accepts")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "deadline of each ID request")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "bound on the graceful shutdown")
+	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", server.DefaultReadHeaderTimeout, "time to read a request's headers (at most 10m)")
+	fs.DurationVar(&f.readTimeout, "read-timeout", 0, "time to read a whole request (0: twice --read-header-timeout; at most 10m)")
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open (at most 1h)")
+	fs.IntVar(&f.maxConns, "max-conns", 0, "connections kept open at most; at the limit the longest-idle one is closed, and when none is idle a new one gets 503 (0: the open-file limit less 64)")
 	fs.StringVar(&f.leaseURL, "lease", "", "worker-ID lease backend: memory, postgres://..., etcd://host:port[,host:port] or zk://host:port[,host:port][/path] (empty: none)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder identity (empty: $POD_NAME, $HOSTNAME or the host name)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", lease.DefaultTTL, "lease duration")
+	fs.DurationVar(&f.leaseSkew, "lease-skew-budget", 0, "extra wait past the previous holder's recorded mark on taking over its worker ID, at most "+lease.MaxSkewBudget.String()+": for marks that lag what was issued (README: handoff guard); clock offsets need none")
 	fs.StringVar(&f.leaseSchema, "lease-schema", "", "Postgres lease schema (empty: public)")
 	fs.StringVar(&f.leaseTable, "lease-table", "", "Postgres lease table (empty: worker_leases)")
 	fs.StringVar(&f.ntpServers, "ntp-server", "", "NTP servers to watch (comma separated); the node is not ready while the offset passes --ntp-max-offset")
@@ -106,7 +124,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "start with the wall clock stepped by this much (implies --fault-clock)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.tracingServiceName, "service-name", "snowchaos-serve", "OpenTelemetry service.name fallback (tracing is on when OTEL_EXPORTER_OTLP_ENDPOINT is set)")
-	addFenceControl(fs, f)
+	addControlFlags(fs, f)
 	return fs
 }
 
@@ -157,14 +175,16 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		}
 	}()
 
-	token := f.adminToken
+	token, err := server.CleanToken(f.adminToken)
+	if err != nil {
+		return nil, fmt.Errorf("--admin-token (or SNOWCHAOS_ADMIN_TOKEN): %v", err)
+	}
 	if f.adminFile != "" {
 		b, err := os.ReadFile(f.adminFile)
 		if err != nil {
 			return nil, fmt.Errorf("--admin-token-file: %v", err)
 		}
-		token = strings.TrimSpace(string(b))
-		if token == "" {
+		if token, _ = server.CleanToken(string(b)); token == "" {
 			return nil, fmt.Errorf("--admin-token-file %s is empty", f.adminFile)
 		}
 	}
@@ -196,6 +216,9 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 	if err != nil {
 		return nil, fmt.Errorf("--policy: %v", err)
 	}
+	if err := checkServeFlags(f, layout); err != nil {
+		return nil, err
+	}
 
 	n.tracer, err = tracing.Setup(ctx, f.tracingServiceName)
 	if err != nil {
@@ -216,6 +239,12 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		Log:         n.log,
 		OnRebind:    n.rebound,
 	}
+	if f.leaseSkew < 0 || f.leaseSkew > lease.MaxSkewBudget {
+		return nil, fmt.Errorf("--lease-skew-budget %v outside [0, %v]", f.leaseSkew, lease.MaxSkewBudget)
+	}
+	if f.leaseSkew != 0 && f.leaseURL == "" {
+		return nil, errors.New("--lease-skew-budget needs --lease")
+	}
 	if f.checkpoint != "" {
 		nc.Checkpoint = generator.NewFileCheckpoint(f.checkpoint)
 	}
@@ -232,7 +261,8 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 			return nil, fmt.Errorf("registering lease metrics: %v", err)
 		}
 		nc.LeaseMetrics = lc.MustNode("")
-		nc.Lease = &node.Lease{Registry: store, Holder: f.holder, TTL: f.leaseTTL, Controls: node.Controls{NoFence: f.noFence}}
+		nc.Lease = &node.Lease{Registry: store, Holder: f.holder, TTL: f.leaseTTL, SkewBudget: f.leaseSkew,
+			Controls: node.Controls{NoMarkWriteThrough: f.markAtRenewal, NoFence: f.noFence}}
 	}
 	actx, acancel := context.WithTimeout(ctx, 2*f.leaseTTL+5*time.Second)
 	n.node, err = node.New(actx, nc)
@@ -245,10 +275,17 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 	}
 	fc := n.node.FaultClock()
 	gen := n.node.Generator()
+	markMs := gen.Stats().MarkMs
+	mark, err := checkStartMark(gen.Settings().Layout, markMs, markSource(f, markMs), wallNow(n.node.Clock()))
+	if err != nil {
+		return nil, err
+	}
+	mark.log(n.log, gen.Settings().MaxWait)
 
 	cfg := server.Config{
 		Generator: gen, FaultClock: fc, AdminToken: token, AdminAllowRemote: f.adminAllowRemote,
 		MaxBatch: f.maxBatch, RequestTimeout: f.requestTimeout, ShutdownTimeout: f.shutdownTimeout,
+		ReadHeaderTimeout: f.readHeaderTimeout, ReadTimeout: f.readTimeout, IdleTimeout: f.idleTimeout, MaxConns: f.maxConns,
 		Registry: reg, Logger: n.log,
 	}
 	if n.tracer.Enabled() {
@@ -258,9 +295,6 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		servers, err := ntpcheck.ParseServerList(f.ntpServers)
 		if err != nil {
 			return nil, fmt.Errorf("--ntp-server: %v", err)
-		}
-		if f.ntpMaxOffset < 0 {
-			return nil, fmt.Errorf("--ntp-max-offset %v is negative", f.ntpMaxOffset)
 		}
 		budget := f.ntpMaxOffset
 		if budget == 0 { // ntpcheck's default: the step threshold
@@ -379,7 +413,7 @@ func (n *serveNode) serve(ctx context.Context, stdout, stderr io.Writer) int {
 	srv := n.srv.Load()
 	st := srv.Generator().Settings()
 	n.log.Info("serving", "worker", st.Node, "layout", st.Layout.Name, "epoch", st.Layout.Epoch.Format(time.RFC3339),
-		"policy", st.Policy.String(), "max_wait", st.MaxWait, "admin", srv.AdminHandler() != nil)
+		"policy", st.Policy.String(), "max_wait", st.MaxWait, "admin", srv.AdminHandler() != nil, "max_conns", srv.MaxConns())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	if adminLn != nil {
 		fmt.Fprintf(stdout, "admin listening on %s\n", adminLn.Addr())

@@ -1,37 +1,14 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"github.com/snowchaos/snowchaos/faults"
 	"strings"
+	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
 )
-
-// parseFlags parses args into fs for a command that takes no positional
-// arguments, with usage (which ends in "flags:\n") and fs's defaults as
-// the -h text, and fs's messages on stderr. ok false means the command
-// returns code at once: exitOK after -h, exitInvalid on bad input.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, usage string) (code int, ok bool) {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitInvalid, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "snowchaos %s: unexpected arguments %q\n", fs.Name(), fs.Args())
-		return exitInvalid, false
-	}
-	return exitOK, true
-}
 
 // presetNames lists the layout presets.
 func presetNames() string {
@@ -64,4 +41,36 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 		}
 	})
 	return err
+}
+
+// checkServeFlags checks serve's numeric flags against their bounds
+// (those server.Config and the generator do not bound themselves) and the
+// worker ID against the layout's node field, with --lease too (where it is
+// the preferred ID); the error names the flag, its value and the bound.
+func checkServeFlags(f *serveFlags, layout generator.Layout) error {
+	for _, d := range []struct {
+		flag     string
+		v        time.Duration
+		min, max time.Duration
+	}{
+		{"--max-wait", f.maxWait, 0, 10 * time.Minute},
+		{"--max-lead", f.maxLead, 0, 24 * time.Hour},
+		{"--reserve", f.reserve, 0, time.Hour},
+		{"--clock-offset", f.clockOffset, -faults.MaxOffset, faults.MaxOffset},
+		{"--lease-ttl", f.leaseTTL, 0, 24 * time.Hour},
+		{"--ntp-max-offset", f.ntpMaxOffset, 0, time.Hour},
+		{"--ntp-interval", f.ntpEvery, 0, 24 * time.Hour},
+	} {
+		if d.v < d.min || d.v > d.max {
+			return fmt.Errorf("%s %v out of range [%v, %v]", d.flag, d.v, d.min, d.max)
+		}
+	}
+	if f.worker < 0 || f.worker > layout.MaxNode() {
+		what := "worker ID"
+		if f.leaseURL != "" {
+			what = "preferred worker ID"
+		}
+		return fmt.Errorf("--worker %d: the %s must be in [0, %d] for layout %s", f.worker, what, layout.MaxNode(), layout.Name)
+	}
+	return nil
 }

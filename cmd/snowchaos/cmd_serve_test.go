@@ -122,6 +122,9 @@ func TestServeMemoryLease(t *testing.T) {
 	if !strings.Contains(stderr.String(), "lease acquired") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
+	if strings.Contains(stderr.String(), "no lease acquired") {
+		t.Errorf("a held lease is logged with the closed fence's zero reason:\n%s", stderr)
+	}
 }
 
 func TestServeBadInput(t *testing.T) {
@@ -138,12 +141,25 @@ func TestServeBadInput(t *testing.T) {
 		"epoch":              {args: []string{"--epoch", "yesterday"}, want: "yesterday"},
 		"future epoch":       {args: []string{"--epoch", "2999-01-01T00:00:00Z"}, want: "Epoch"},
 		"worker":             {args: []string{"--worker", "5000"}, want: "5000"},
+		"worker with lease":  {args: []string{"--worker", "5000", "--lease", "memory"}, want: "--worker 5000"},
+		"negative worker":    {args: []string{"--worker", "-1", "--lease", "memory"}, want: "--worker -1"},
+		"clock offset":       {args: []string{"--clock-offset", "2562047h"}, want: "--clock-offset"},
+		"max wait":           {args: []string{"--max-wait", "100h"}, want: "--max-wait 100h0m0s out of range"},
+		"lease ttl":          {args: []string{"--lease", "memory", "--lease-ttl", "-1s"}, want: "--lease-ttl"},
+		"idle timeout":       {args: []string{"--idle-timeout", "2h"}, want: "IdleTimeout"},
+		"long holder":        {args: []string{"--lease", "memory", "--holder", strings.Repeat("h", 300)}, want: "lease: invalid config: holder longer than 253 bytes"},
 		"lease":              {args: []string{"--lease", "carrier-pigeon"}, want: "carrier-pigeon"},
 		"env":                {env: map[string]string{"SNOWCHAOS_MAX_WAIT": "soon"}, want: "SNOWCHAOS_MAX_WAIT"},
 		"extra args":         {args: []string{"now"}, want: "unexpected"},
 		"unknown flag":       {args: []string{"--nope"}, want: "nope"},
 		"token file":         {args: []string{"--admin-token-file", "/nonexistent/tok"}, want: "admin-token-file"},
+		"blank token env":    {env: map[string]string{"SNOWCHAOS_ADMIN_TOKEN": " \n"}, want: "SNOWCHAOS_ADMIN_TOKEN"},
+		"blank token flag":   {args: []string{"--admin-token", "\t"}, want: "--admin-token"},
 		"max batch":          {args: []string{"--listen", "127.0.0.1:0", "--max-batch", "-1"}, want: "MaxBatch"},
+		"skew above max":     {args: []string{"--lease", "memory", "--lease-skew-budget", "2m"}, want: "--lease-skew-budget 2m0s outside [0, 1m0s]"},
+		"negative skew":      {args: []string{"--lease", "memory", "--lease-skew-budget", "-1s"}, want: "--lease-skew-budget -1s outside [0, 1m0s]"},
+		"skew without lease": {args: []string{"--lease-skew-budget", "1s"}, want: "--lease-skew-budget needs --lease"},
+		"skew env":           {env: map[string]string{"SNOWCHAOS_LEASE_SKEW_BUDGET": "soon"}, want: "SNOWCHAOS_LEASE_SKEW_BUDGET"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range tc.env {
@@ -160,6 +176,85 @@ func TestServeBadInput(t *testing.T) {
 				t.Fatalf("listened despite bad input: %s", out.String())
 			}
 		})
+	}
+}
+
+// TestServeTokenTrimmed checks that a token from the environment with a
+// trailing newline (a Kubernetes secret) is the token clients present.
+func TestServeTokenTrimmed(t *testing.T) {
+	t.Setenv("SNOWCHAOS_ADMIN_TOKEN", "abc123\n")
+	url, _, _ := startServe(t, "--listen", "127.0.0.1:0")
+	if _, err := (&server.Client{BaseURL: url, Token: "abc123"}).Faults(context.Background()); err != nil {
+		t.Fatalf("admin API with the token without its newline: %v", err)
+	}
+}
+
+// TestServeStoredMark starts serve on checkpoint files holding marks far
+// ahead: beyond the layout's lifetime it refuses to start, naming the file
+// and the value; an hour ahead it starts, says at start how long the mark
+// holds the node and why, and is not ready.
+func TestServeStoredMark(t *testing.T) {
+	dir := t.TempDir()
+	far := filepath.Join(dir, "far")
+	if err := os.WriteFile(far, []byte("4102444800000\n"), 0o600); err != nil { // 2100-01-01
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	code := dispatch(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--checkpoint", far}, &out, &errb)
+	for _, want := range []string{far, "4102444800000", "2100-01-01T00:00:00Z", "lifetime"} {
+		if code != exitInvalid || !strings.Contains(errb.String(), want) {
+			t.Errorf("mark in 2100: exit %d, stderr %q; want 2 naming %q", code, errb.String(), want)
+		}
+	}
+	ahead := filepath.Join(dir, "ahead")
+	if err := os.WriteFile(ahead, []byte(fmt.Sprint(time.Now().Add(time.Hour).UnixMilli())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url, _, stderr := startServe(t, "--listen", "127.0.0.1:0", "--checkpoint", ahead)
+	for _, want := range []string{"level=WARN", "stored mark holds the node", "for=59m", "source=\"--checkpoint " + ahead, "why="} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("start log lacks %q:\n%s", want, stderr)
+		}
+	}
+	if err := (&server.Client{BaseURL: url}).Ready(context.Background()); err == nil {
+		t.Error("ready while the stored mark is an hour ahead")
+	}
+}
+
+// TestServeSkewBudget: --lease-skew-budget, or SNOWCHAOS_LEASE_SKEW_BUDGET
+// when the flag is not given, reaches the lease keeper.
+func TestServeSkewBudget(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want time.Duration
+	}{
+		{args: []string{"--lease-skew-budget", "250ms"}, want: 250 * time.Millisecond},
+		{env: "300ms", want: 300 * time.Millisecond},
+		{args: []string{"--lease-skew-budget", "1m"}, env: "300ms", want: time.Minute},
+		{want: 0},
+	} {
+		t.Setenv("SNOWCHAOS_LEASE_SKEW_BUDGET", tc.env)
+		var f serveFlags
+		fs := newServeFlagSet(&f)
+		if err := fs.Parse(append([]string{"--listen", "127.0.0.1:0", "--lease", "memory", "--lease-ttl", "3s"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := applyEnv(fs, os.Getenv); err != nil {
+			t.Fatal(err)
+		}
+		var logs testenv.SyncBuffer
+		n, err := buildNode(context.Background(), &f, &logs)
+		if err != nil {
+			t.Fatalf("%v (env %q): %v", tc.args, tc.env, err)
+		}
+		got := n.node.Keeper().Config().SkewBudget
+		n.close()
+		if got != tc.want {
+			t.Errorf("%v (env %q): keeper skew budget %v, want %v", tc.args, tc.env, got, tc.want)
+		}
 	}
 }
 

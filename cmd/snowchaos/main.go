@@ -39,10 +39,44 @@ func register(c command) {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := handleSignals(cancel, os.Stderr, os.Exit)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// handleSignals cancels the command on the first SIGINT or SIGTERM, saying
+// so on stderr, and on a second one exits at once with 128 + the signal's
+// number (130, 143), as a shell reports a process killed by it, without
+// waiting for the shutdown. stop ends the handling.
+func handleSignals(cancel context.CancelFunc, stderr io.Writer, exit func(int)) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(stderr, "snowchaos: %v: shutting down (a second signal exits at once)\n", s)
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(stderr, "snowchaos: second %v: exiting without finishing the shutdown\n", s)
+			code := 1
+			if n, ok := s.(syscall.Signal); ok {
+				code = 128 + int(n)
+			}
+			exit(code)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }
 
 // dispatch runs the subcommand named by args[0].

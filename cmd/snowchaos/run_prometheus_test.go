@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/snowchaos/snowchaos/faults"
+	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/telemetry"
 	"github.com/snowchaos/snowchaos/telemetry/promtest"
 )
@@ -197,11 +199,9 @@ func TestRunServesPrometheus(t *testing.T) {
 		sumDups += float64(run.Figures.Duplicates)
 		sumOrder += float64(run.Figures.OrderViolations + run.Figures.RestartViolations)
 		for _, f := range run.Faults {
-			kind := telemetry.FaultOther
-			for _, k := range telemetry.FaultKinds() {
-				if k == f.Kind {
-					kind = k
-				}
+			kind := metrics.OtherKind
+			if _, ok := faults.Lookup(faults.Kind(f.Kind)); ok {
+				kind = f.Kind
 			}
 			faultsByKind[kind]++
 		}
@@ -211,16 +211,19 @@ func TestRunServesPrometheus(t *testing.T) {
 	expect(`snowchaos_ids_checked_total`, sumIDs)
 	expect(`snowchaos_duplicates_total`, sumDups)
 	expect(`snowchaos_order_violations_total`, sumOrder)
-	if faultsByKind[telemetry.FaultStep] != 2 || faultsByKind[telemetry.FaultFreeze] != 2 {
+	if faultsByKind[string(faults.KindStep)] != 2 || faultsByKind[string(faults.KindFreeze)] != 2 {
 		t.Errorf("report: faults by kind %v, want a step and a freeze per run", faultsByKind)
 	}
-	for _, k := range telemetry.FaultKinds() {
-		expect(`snowchaos_faults_injected_total{kind="`+k+`"}`, faultsByKind[k])
+	for _, k := range append(faults.Kinds(faults.InScenario), metrics.OtherKind) {
+		expect(`snowchaos_faults_injected_total{kind="`+string(k)+`"}`, faultsByKind[string(k)])
 	}
 	verdicts := map[string]float64{}
 	for _, run := range sc.Runs {
 		for _, c := range run.Checks {
-			v := float64(telemetry.ParseVerdict(c.Verdict))
+			v := map[string]float64{"pass": 1, "fail": 0}[c.Verdict]
+			if c.Verdict != "pass" && c.Verdict != "fail" {
+				v = -1
+			}
 			if c.Verdict != "pass" {
 				t.Errorf("%s: %s: %s (observed %s)", run.Target, c.Expr, c.Verdict, c.Observed)
 			}

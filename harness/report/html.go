@@ -5,6 +5,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,22 +30,35 @@ func HTML(w io.Writer, rep *harness.Report) error {
 	for _, sr := range rep.Scenarios {
 		ew.printf("<a class=\"%s\" href=\"#%s\">%s</a> ", verdictClass(sr.Verdict), anchor(sr.Name), html.EscapeString(sr.Name))
 	}
-	ew.printf("</nav>\n")
+	ew.printf("</nav>\n<details class=\"howto\" open><summary>How to read the matrices</summary><dl>")
+	for _, l := range legend {
+		term := l[0]
+		if term == "[n]" {
+			term = "1, 2, …"
+		}
+		ew.printf("<dt>%s</dt><dd>%s</dd>", html.EscapeString(term), html.EscapeString(l[1]))
+	}
+	ew.printf("</dl></details>\n")
 	for _, sr := range rep.Scenarios {
 		htmlScenario(ew, sr)
 	}
-	ew.printf("<footer>Timelines: IDs per second per node (quiet periods of simulated runs are sampled), clock offset of each node's host, and how far issued IDs' embedded time ran ahead of true time; shaded bands are fault windows, red marks are duplicates.</footer>\n</body></html>\n")
+	ew.printf("<footer>Timelines: IDs per second per node (quiet periods of simulated runs are sampled), clock offset of each node's host, and how far issued IDs' embedded time ran ahead of true time; shaded bands are fault windows, red marks are duplicates. Each node has its own colour; the nodes' lines are drawn a little apart (at most 4.5 units either side of the true value, on a panel 120 units high) so that coincident series stay visible side by side.</footer>\n</body></html>\n")
 	return ew.err
 }
 
-const css = `body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1d2330;background:#fff}
+// css styles the page; on a narrow page the timelines' text grows (in SVG
+// units) to stay legible as the SVG scales down.
+var css = `body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1d2330;background:#fff;overflow-wrap:anywhere}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-top:2px solid #d8dce6;padding-top:12px}
 .sum{color:#444}nav a{margin-right:8px;text-decoration:none}nav a.pass{color:#1a7f37}nav a.fail{color:#cf222e}nav a.unknown{color:#9a6700}nav a.na{color:#57606a}
 .v{padding:1px 8px;border-radius:4px;color:#fff;font-size:13px}.v.pass{background:#1a7f37}.v.fail{background:#cf222e}.v.unknown{background:#9a6700}.v.na{background:#57606a}
-table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #d8dce6;padding:3px 7px;text-align:right;font-variant-numeric:tabular-nums}
+.scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #d8dce6;padding:3px 7px;text-align:right;font-variant-numeric:tabular-nums;overflow-wrap:normal}
 th{background:#f3f4f8}td.l,th.l{text-align:left}td.pass{color:#1a7f37}td.fail{color:#cf222e;font-weight:600}td.unknown{color:#9a6700;font-weight:600}td.info{color:#888}td.na{color:#57606a;font-style:italic}
 .legend li{font-family:ui-monospace,monospace}details{margin:6px 0}summary{cursor:pointer}.desc{color:#444;max-width:900px}
-svg{background:#fbfbfd;border:1px solid #e1e4ec}footer{margin-top:40px;color:#666;font-size:12px}`
+.howto dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:6px 0 0 16px;max-width:900px}.howto dt{font-family:ui-monospace,monospace}.howto dd{margin:0}
+svg.timeline{display:block;width:100%;max-width:` + strconv.Itoa(svgW) + `px;height:auto;background:#fbfbfd;border:1px solid #e1e4ec}
+footer{margin-top:40px;color:#666;font-size:12px}
+@media (max-width:700px){body{margin:8px}svg.timeline text{font-size:` + strconv.Itoa(narrowFont) + `px}}`
 
 // verdictClass is a verdict's CSS class ("n/a" is not a class name).
 func verdictClass(v harness.Verdict) string {
@@ -78,7 +92,7 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 	for _, c := range cols {
 		w.printf("<li>%s</li>", html.EscapeString(c))
 	}
-	w.printf("</ol>\n<table><tr><th class=\"l\">target</th><th>verdict</th><th>IDs</th><th>duplicates</th><th>max wait</th><th>max lead</th><th>availability</th>")
+	w.printf("</ol>\n<div class=\"scroll\"><table><tr><th class=\"l\">target</th><th>verdict</th><th>IDs</th><th>duplicates</th><th>max wait</th><th>max lead</th><th>availability</th>")
 	for i := range cols {
 		w.printf("<th>%d</th>", i+1)
 	}
@@ -91,7 +105,7 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 			continue
 		}
 		w.printf("<tr><td class=\"l\">%s</td><td class=\"%s\">%s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%.4f</td>",
-			html.EscapeString(r.Target), r.Verdict, r.Verdict, f.IDs, f.Duplicates, f.MaxWait, f.MaxLead, f.Availability)
+			html.EscapeString(r.Target), r.Verdict, runVerdict(r), f.IDs, f.Duplicates, f.MaxWait, f.MaxLead, f.Availability)
 		cells := map[string]harness.Check{}
 		for _, c := range r.Checks {
 			cells[colKey(c)] = c
@@ -108,21 +122,20 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 				if c.Reason != "" {
 					title += ": " + c.Reason
 				}
-				w.printf("<td class=\"%s\" title=\"%s\">%s</td>", c.Verdict, html.EscapeString(title), c.Verdict)
+				w.printf("<td class=\"%s\" title=\"%s\">%s</td>", c.Verdict, html.EscapeString(title), checkVerdict(c))
 			}
 		}
 		w.printf("</tr>\n")
 	}
-	w.printf("</table>\n")
-	for i, r := range sr.Runs {
+	w.printf("</table></div>\n")
+	for _, r := range sr.Runs {
 		if r.Verdict == harness.NA {
 			continue
 		}
-		open := ""
-		if i == 0 || r.Verdict != harness.Pass {
-			open = " open"
+		w.printf("<details open><summary>%s: %s", html.EscapeString(r.Target), runVerdict(r))
+		if r.Control {
+			w.printf(" (negative control)")
 		}
-		w.printf("<details%s><summary>%s: %s", open, html.EscapeString(r.Target), r.Verdict)
 		if r.Error != "" {
 			w.printf(" (%s)", html.EscapeString(firstLine(r.Error)))
 		}
@@ -154,36 +167,58 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 	}
 }
 
-var palette = []string{"#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf6f1f", "#0e7490", "#57606a"}
+// palette gives each node of a timeline its own colour (8, then repeated
+// with a dash).
+var palette = []string{"#0969da", "#d1242f", "#1a7f37", "#8250df", "#bc4c00", "#0e7490", "#bf3989", "#57606a"}
 
+// The timeline's geometry, in SVG user units. The SVG scales to the width
+// of the page (at most svgW CSS pixels); on a narrow page its text is set
+// at narrowFont units instead of svgFont so that it stays legible scaled
+// down, and every margin leaves room for text of that size (labelW
+// estimates a label's width at it).
 const (
-	svgW      = 1100
-	panelH    = 120
-	panelGap  = 34
-	marginL   = 78
-	marginR   = 16
-	marginTop = 26
+	svgW       = 1100
+	svgFont    = 11
+	narrowFont = 22
+	panelH     = 120
+	panelGap   = 40
+	minMarginL = 60
+	marginR    = 40
+	marginTop  = 40
+	legendRowH = 30
 )
 
-// timelineSVG draws three panels sharing the time axis.
+// labelW estimates the width of text at the larger of the two font sizes.
+func labelW(text string) float64 { return 0.66 * narrowFont * float64(len([]rune(text))) }
+
+// lane is the vertical offset of node i of n, in SVG units: lines of
+// different nodes are drawn side by side, a little apart, so that nodes
+// whose series coincide (every node stepped by the same leap) still show
+// each colour instead of the last node drawn hiding the others.
+func lane(i, n int) float64 {
+	if n < 2 {
+		return 0
+	}
+	step := min(2.4, 9/float64(n-1))
+	return step * (float64(i) - float64(n-1)/2)
+}
+
+// dash is the dash pattern of node i: solid, dashed once the palette
+// repeats.
+func dash(i int) string {
+	if i >= len(palette) {
+		return ` stroke-dasharray="7 4"`
+	}
+	return ""
+}
+
+// timelineSVG draws three panels sharing the time axis, with a legend of
+// the nodes under it.
 func timelineSVG(w *errWriter, sr *harness.ScenarioResult, r *harness.Result) {
 	tl := r.Timeline
 	dur := time.Duration(sr.Duration)
 	if tl.Buckets == 0 || dur <= 0 {
 		return
-	}
-	height := marginTop + 3*panelH + 2*panelGap + 40
-	plotW := float64(svgW - marginL - marginR)
-	x := func(t time.Duration) float64 { return marginL + plotW*float64(t)/float64(dur) }
-	w.printf("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-size=\"11\" font-family=\"system-ui,sans-serif\">\n", svgW, height, svgW, height)
-	// Fault windows.
-	for _, f := range sr.Faults {
-		x0, x1 := x(time.Duration(f.At)), x(time.Duration(f.End))
-		if x1-x0 < 2 {
-			x1 = x0 + 2
-		}
-		w.printf("<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#f4a261\" fill-opacity=\"0.22\"/>", x0, marginTop-8, x1-x0, 3*panelH+2*panelGap+8)
-		w.printf("<text x=\"%.1f\" y=\"%d\" fill=\"#9c4a00\">%s</text>\n", x0+2, marginTop-12, html.EscapeString(f.Name))
 	}
 	bucketSec := tl.Bucket.Seconds()
 	panels := []struct {
@@ -197,8 +232,10 @@ func timelineSVG(w *errWriter, sr *harness.ScenarioResult, r *harness.Result) {
 		}},
 		{"embedded-time lead", "ms", func(ns *harness.NodeSeries, i int) (float64, bool) { return float64(ns.Lead[i]) / 1e6, ns.IDs[i] > 0 }},
 	}
+	// Each panel's range, and a left margin wide enough for its labels.
+	ranges := make([][2]float64, len(panels))
+	left := float64(minMarginL)
 	for pi, p := range panels {
-		top := float64(marginTop + pi*(panelH+panelGap))
 		lo, hi := 0.0, 0.0
 		for _, ns := range tl.Nodes {
 			for i := 0; i < tl.Buckets; i++ {
@@ -210,13 +247,51 @@ func timelineSVG(w *errWriter, sr *harness.ScenarioResult, r *harness.Result) {
 		if hi-lo < 1e-9 {
 			hi = lo + 1
 		}
+		ranges[pi] = [2]float64{lo, hi}
+		left = math.Max(left, math.Ceil(8+math.Max(labelW(fmtAxis(lo, p.unit)), labelW(fmtAxis(hi, p.unit)))))
+	}
+	// Legend layout first: it may take several rows.
+	type entry struct{ x, y float64 }
+	entries := make([]entry, len(tl.Nodes))
+	lx, row := left, 0
+	for ni, ns := range tl.Nodes {
+		wd := 34 + labelW(ns.Name) + 20
+		if lx+wd > svgW-marginR && lx > left {
+			lx, row = left, row+1
+		}
+		entries[ni] = entry{lx, float64(row)}
+		lx += wd
+	}
+	axisY := marginTop + 3*panelH + 2*panelGap + 28
+	height := axisY + 14 + (row+1)*legendRowH
+	plotW := svgW - left - marginR
+	x := func(t time.Duration) float64 { return left + plotW*float64(t)/float64(dur) }
+	w.printf("<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" font-size=\"%d\" font-family=\"system-ui,sans-serif\" role=\"img\" aria-label=\"timeline of %s\">\n",
+		svgW, height, svgFont, html.EscapeString(r.Target))
+	// Fault windows, labelled at their start, or ending at the right edge
+	// when the name would run past it.
+	for _, f := range sr.Faults {
+		x0, x1 := x(time.Duration(f.At)), x(time.Duration(f.End))
+		if x1-x0 < 2 {
+			x1 = x0 + 2
+		}
+		w.printf("<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#f4a261\" fill-opacity=\"0.22\"/>", x0, marginTop-8, x1-x0, 3*panelH+2*panelGap+8)
+		if x0+2+labelW(f.Name) <= svgW-4 {
+			w.printf("<text x=\"%.1f\" y=\"%d\" fill=\"#9c4a00\">%s</text>\n", x0+2, marginTop-14, html.EscapeString(f.Name))
+		} else {
+			w.printf("<text x=\"%d\" y=\"%d\" fill=\"#9c4a00\" text-anchor=\"end\">%s</text>\n", svgW-4, marginTop-14, html.EscapeString(f.Name))
+		}
+	}
+	for pi, p := range panels {
+		top := float64(marginTop + pi*(panelH+panelGap))
+		lo, hi := ranges[pi][0], ranges[pi][1]
 		y := func(v float64) float64 { return top + panelH - (v-lo)/(hi-lo)*panelH }
-		w.printf("<rect x=\"%d\" y=\"%.0f\" width=\"%.0f\" height=\"%d\" fill=\"none\" stroke=\"#c9cdd8\"/>", marginL, top, plotW, panelH)
-		w.printf("<text x=\"%d\" y=\"%.0f\" font-weight=\"600\">%s</text>", marginL, top-4, p.title)
-		w.printf("<text x=\"%d\" y=\"%.0f\" text-anchor=\"end\">%s</text>", marginL-4, top+10, fmtAxis(hi, p.unit))
-		w.printf("<text x=\"%d\" y=\"%.0f\" text-anchor=\"end\">%s</text>", marginL-4, top+panelH, fmtAxis(lo, p.unit))
+		w.printf("<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%d\" fill=\"none\" stroke=\"#c9cdd8\"/>", left, top, plotW, panelH)
+		w.printf("<text x=\"%.0f\" y=\"%.0f\" font-weight=\"600\">%s</text>", left, top-5, p.title)
+		w.printf("<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\" dominant-baseline=\"hanging\">%s</text>", left-6, top, fmtAxis(hi, p.unit))
+		w.printf("<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s</text>", left-6, top+panelH, fmtAxis(lo, p.unit))
 		if lo < 0 && hi > 0 {
-			w.printf("<line x1=\"%d\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c9cdd8\" stroke-dasharray=\"3 3\"/>", marginL, marginL+plotW, y(0), y(0))
+			w.printf("<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c9cdd8\" stroke-dasharray=\"3 3\"/>", left, left+plotW, y(0), y(0))
 		}
 		for ni, ns := range tl.Nodes {
 			var b strings.Builder
@@ -233,11 +308,12 @@ func timelineSVG(w *errWriter, sr *harness.ScenarioResult, r *harness.Result) {
 				} else {
 					b.WriteString(" M")
 				}
-				fmt.Fprintf(&b, "%.1f %.1f", x(t), y(v))
+				fmt.Fprintf(&b, "%.1f %.1f", x(t), y(v)+lane(ni, len(tl.Nodes)))
 				pen = true
 			}
 			if b.Len() > 0 {
-				w.printf("<path d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"/>\n", strings.TrimSpace(b.String()), palette[ni%len(palette)])
+				w.printf("<path data-node=\"%s\" d=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" stroke-linejoin=\"round\"%s/>\n",
+					html.EscapeString(ns.Name), strings.TrimSpace(b.String()), palette[ni%len(palette)], dash(ni))
 			}
 		}
 	}
@@ -247,19 +323,19 @@ func timelineSVG(w *errWriter, sr *harness.ScenarioResult, r *harness.Result) {
 		w.printf("<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%d\" stroke=\"#cf222e\" stroke-width=\"1.5\"/>", xx, xx, marginTop, marginTop+panelH)
 	}
 	if len(tl.Duplicates) > 0 {
-		w.printf("<text x=\"%.1f\" y=\"%d\" fill=\"#cf222e\" text-anchor=\"end\">%d duplicates</text>", float64(marginL)+plotW-4, marginTop+12, r.Figures.Duplicates)
+		w.printf("<text x=\"%.1f\" y=\"%d\" fill=\"#cf222e\" stroke=\"#fbfbfd\" stroke-width=\"4\" paint-order=\"stroke\" text-anchor=\"end\" dominant-baseline=\"hanging\" font-weight=\"600\">%d duplicates</text>", left+plotW-4, marginTop+4, r.Figures.Duplicates)
 	}
 	// Time axis.
-	axisY := marginTop + 3*panelH + 2*panelGap + 14
 	for k := 0; k <= 5; k++ {
 		t := dur * time.Duration(k) / 5
 		w.printf("<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>", x(t), axisY, harness.Duration(t))
 	}
-	// Legend.
-	lx := float64(marginL)
+	// Legend: a line sample per node, drawn as in the panels.
 	for ni, ns := range tl.Nodes {
-		w.printf("<rect x=\"%.0f\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%.0f\" y=\"%d\">%s</text>", lx, axisY+10, palette[ni%len(palette)], lx+14, axisY+19, html.EscapeString(ns.Name))
-		lx += 20 + 7*float64(len(ns.Name)) + 16
+		e := entries[ni]
+		cy := float64(axisY) + 14 + e.y*legendRowH + legendRowH/2
+		w.printf("<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" stroke-width=\"3\"%s/><text x=\"%.0f\" y=\"%.0f\" dominant-baseline=\"central\">%s</text>",
+			e.x, e.x+28, cy, cy, palette[ni%len(palette)], dash(ni), e.x+34, cy, html.EscapeString(ns.Name))
 	}
 	w.printf("</svg>\n")
 }

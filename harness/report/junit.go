@@ -52,7 +52,8 @@ type junitProblem struct {
 // JUnit writes one test suite per scenario and one test case per
 // scenario x target x check: a failed check is a <failure>, an unknown one
 // an <error> (CI treats both as red, matching exit codes 1 and 2), an
-// informational one <skipped>. A run that could not complete adds a case
+// informational one <skipped>. A negative control's expectation says
+// caught in its output, or escaped in its failure. A run that could not complete adds a case
 // "<target>: run" with an <error>; a target that cannot take the scenario
 // (n/a) is one case "<target>: n/a", <skipped> with the reason.
 func JUnit(w io.Writer, rep *harness.Report) error {
@@ -78,6 +79,7 @@ func JUnit(w io.Writer, rep *harness.Report) error {
 				}
 				if c.Expected {
 					tc.Name = r.Target + ": expect " + c.Expr
+					tc.SystemOut = c.ControlVerdict() + " (negative control): " + tc.SystemOut
 				}
 				msg := fmt.Sprintf("%s: observed %s", c.Expr, c.Observed)
 				switch {
@@ -86,7 +88,7 @@ func JUnit(w io.Writer, rep *harness.Report) error {
 					s.Skipped++
 				case c.Verdict == harness.Fail:
 					if c.Expected {
-						msg = "the harness did not catch the known-bad target: " + msg
+						msg = harness.Escaped + ": the harness did not catch the negative control: " + msg
 					}
 					tc.Failure = &junitProblem{Message: msg, Type: "fail", Text: detail(sr, r)}
 					s.Failures++

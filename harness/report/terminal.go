@@ -10,28 +10,67 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/harness"
-	"github.com/snowchaos/snowchaos/harness/scenario"
 )
 
 // Terminal writes the matrix of scenario x target: per scenario a legend
 // of its checks, then one row per target with its verdict, key figures
 // (IDs, duplicates, longest wait, largest lead, availability) and the
-// verdict of each check. A check a target does not have shows "-"; an
+// verdict of each check. A negative control's verdict and expectations
+// read caught or escaped. A check a target does not have shows "-"; an
 // informational check (an invariant shown for a negative control) shows
 // in parentheses. A target that cannot take the scenario (opted in to
 // n/a) shows "n/a" and the reason. Runs whose nodes leased worker IDs get
 // a line of lease figures: renewals, fence closures, rebinds, refused
 // starts and, for a store outage, the availability and longest gap in its
-// window. Failed and unknown checks are listed again at the end with the
-// observed figure and the scenario file and line.
+// window. Under the matrices a legend says how to read them; failed and
+// unknown checks are listed again with the observed figure and the
+// scenario file and line.
 func Terminal(w io.Writer, rep *harness.Report) error {
 	tw := &errWriter{w: w}
 	for _, sr := range rep.Scenarios {
 		terminalScenario(tw, sr)
 	}
+	if len(rep.Scenarios) > 0 {
+		tw.printf("how to read the matrix:\n")
+		for _, l := range legend {
+			tw.printf("  %-8s %s\n", l[0], l[1])
+		}
+		tw.printf("\n")
+	}
 	terminalSummary(tw, rep)
 	return tw.err
+}
+
+// legend explains the matrix: Terminal prints it under the matrices, HTML
+// above them. Each entry is a term and its meaning.
+var legend = [][2]string{
+	{"[n]", "the scenario's checks, listed above its table; a cell is that check's verdict for the row's target"},
+	{"-", "the target does not have that check"},
+	{"(fail)", "informational: an invariant shown for a negative control, not counted in its verdict"},
+	{"caught", "a negative control did what the scenario expects of it and the harness caught it (its duplicates are the finding)"},
+	{"escaped", "the harness did not catch a negative control: the run fails"},
+	{"n/a", "the target cannot take the scenario (the reason is shown): neither pass nor fail"},
+	{"dups", "IDs issued more than once; avail: the share of requests answered with IDs"},
+}
+
+// runVerdict is the verdict shown for a run: caught or escaped for a
+// negative control.
+func runVerdict(r *harness.Result) string {
+	if v := r.ControlVerdict(); v != "" {
+		return v
+	}
+	return string(r.Verdict)
+}
+
+// checkVerdict is the verdict shown for a check: caught or escaped for a
+// negative control's expectation.
+func checkVerdict(c harness.Check) string {
+	if v := c.ControlVerdict(); v != "" {
+		return v
+	}
+	return string(c.Verdict)
 }
 
 type errWriter struct {
@@ -113,10 +152,10 @@ func terminalScenario(w *errWriter, sr *harness.ScenarioResult) {
 			w.printf("\n   %-*s  n/a: %s\n", nameW, "", r.NotApplicable)
 			continue
 		}
-		w.printf("   %-*s  %-7s  %9d  %6d  %9s  %9s  %7.4f ", nameW, r.Target, r.Verdict, f.IDs, f.Duplicates, f.MaxWait, f.MaxLead, f.Availability)
+		w.printf("   %-*s  %-7s  %9d  %6d  %9s  %9s  %7.4f ", nameW, r.Target, runVerdict(r), f.IDs, f.Duplicates, f.MaxWait, f.MaxLead, f.Availability)
 		cells := map[string]string{}
 		for _, c := range r.Checks {
-			v := string(c.Verdict)
+			v := checkVerdict(c)
 			if c.Info {
 				v = "(" + v + ")"
 			}
@@ -186,7 +225,7 @@ func terminalLeases(w *errWriter, sr *harness.ScenarioResult, nameW int) {
 func outages(sr *harness.ScenarioResult, r *harness.Result) string {
 	var b strings.Builder
 	for _, f := range sr.Faults {
-		if f.Kind != string(scenario.KindStoreOutage) {
+		if f.Kind != string(faults.KindStoreOutage) {
 			continue
 		}
 		for _, win := range r.Windows {
@@ -217,7 +256,7 @@ func terminalSummary(w *errWriter, rep *harness.Report) {
 				if c.Expected {
 					what = "expected " + c.Expr + " (the harness did not catch it)"
 				}
-				line := fmt.Sprintf("%s:%d: %s / %s: %s: %s, observed %s", sr.File, c.Line, sr.Name, r.Target, strings.ToUpper(string(c.Verdict)), what, c.Observed)
+				line := fmt.Sprintf("%s:%d: %s / %s: %s: %s, observed %s", sr.File, c.Line, sr.Name, r.Target, strings.ToUpper(checkVerdict(c)), what, c.Observed)
 				if c.Reason != "" {
 					line += " (" + c.Reason + ")"
 				}
@@ -240,7 +279,11 @@ func terminalSummary(w *errWriter, rep *harness.Report) {
 		w.printf("\n")
 	}
 	s := rep.Summary
-	w.printf("%d scenarios, %d runs: %d passed, %d failed, %d unknown", len(rep.Scenarios), s.Runs, s.Passed, s.Failed, s.Unknown)
+	w.printf("%d scenarios, %d runs: %d passed", len(rep.Scenarios), s.Runs, s.Passed)
+	if caught := countCaught(rep); caught > 0 {
+		w.printf(" (%d of them negative controls caught)", caught)
+	}
+	w.printf(", %d failed, %d unknown", s.Failed, s.Unknown)
 	if s.NotApplicable > 0 {
 		w.printf(", %d n/a", s.NotApplicable)
 	}
@@ -251,4 +294,17 @@ func terminalSummary(w *errWriter, rep *harness.Report) {
 		w.printf(" (stopped at the first failure: --fail-fast)")
 	}
 	w.printf("; verdict %s (exit %d)\n", strings.ToUpper(string(rep.Verdict)), rep.ExitCode())
+}
+
+// countCaught counts the negative controls the harness caught.
+func countCaught(rep *harness.Report) int {
+	n := 0
+	for _, sr := range rep.Scenarios {
+		for _, r := range sr.Runs {
+			if r.ControlVerdict() == harness.Caught {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -28,7 +28,7 @@ func TestStoreOutageDirection(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"  - {at: 1s, kind: store_outage, for: 1s, nodes: [a], direction: sideways}\n": `faults[0].direction: unknown direction "sideways"`,
+		"  - {at: 1s, kind: store_outage, for: 1s, nodes: [a], direction: sideways}\n": `faults[0].direction: a store_outage fault's "direction" "sideways" is not one of both, outbound, inbound`,
 		"  - {at: 1s, kind: store_outage, for: 1s, direction: inbound}\n":              "faults[0].direction: a direction needs nodes",
 		"  - {at: 1s, kind: restart, nodes: [a], direction: inbound}\n":                "faults[0].direction: a restart fault takes only",
 	} {

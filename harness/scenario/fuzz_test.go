@@ -19,6 +19,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: x\nduration: 1s\nnodes: [{name: a, worker: 1}]\nload: {rate: 1/s}\ninvariants: [\"duplicates == 0\"]\n"))
 	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, lease: memory, lease_ttl: 2s, worker_range: 0-3, fence: off}]\nload: {rate: 1/s}\n" +
 		"faults: [{at: 1s, kind: store_outage, for: 2s, nodes: [a]}, {at: 4s, kind: clone, same_holder: on}]\ninvariants: [\"refused_starts == 0\"]\ntargets: [{name: w, use: wait, not_applicable: ok}]\n"))
+	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, lease: memory, lease_ttl: 2s, mark_write_through: off}]\nload: {rate: 1/s}\n" +
+		"faults: [{at: 1s, kind: handoff, crash: true, gap: 2s, behind: 3s, nodes: [a]}]\ninvariants: [\"duplicates == 0\"]\ntargets: [{name: w, use: wait, mark_write_through: on}]\n"))
 	f.Add([]byte("a: &a [*a]"))
 	f.Add([]byte("- - -"))
 	f.Add([]byte("name: [\n"))

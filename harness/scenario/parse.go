@@ -10,13 +10,17 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/snowchaos/snowchaos/generator"
-	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/snowchaos/snowchaos/faults"
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/lease"
+	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 )
 
 // ParseFile reads and parses a scenario file.
@@ -400,6 +404,7 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 		s.Expect = p.expect(e.val, s)
 	}
 	p.checkStoreOutage(s)
+	p.checkCrashHandoffs(s)
 	hasTargetInvariants := false
 	for _, t := range s.Targets {
 		hasTargetInvariants = hasTargetInvariants || len(t.Invariants) > 0
@@ -411,10 +416,10 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 }
 
 var nodeKeys = []string{"name", "worker", "policy", "max_wait", "max_lead", "reserve", "layout", "epoch", "checkpoint", "lease",
-	"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "clock_offset"}
+	"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "mark_write_through", "clock_offset"}
 
 // leaseKeys are the node keys that only mean something with a lease.
-var leaseKeys = []string{"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence"}
+var leaseKeys = []string{"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "mark_write_through"}
 
 func (p *parser) nodes(n *yaml.Node) []Node {
 	items := p.sequence(n, "nodes")
@@ -504,6 +509,11 @@ func (p *parser) nodes(n *yaml.Node) []Node {
 		if e, ok := m["fence"]; ok {
 			if b, ok := p.boolean(e.val, path+".fence"); ok {
 				nd.NoFence = !b
+			}
+		}
+		if e, ok := m["mark_write_through"]; ok {
+			if b, ok := p.boolean(e.val, path+".mark_write_through"); ok {
+				nd.NoMarkWriteThrough = !b
 			}
 		}
 		if nd.Lease == LeaseNone {
@@ -637,7 +647,7 @@ func redactURL(v string) string {
 }
 
 var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint",
-	"lease_ttl", "handoff_guard", "pause_check", "fence", "not_applicable", "invariants", "exec"}
+	"lease_ttl", "handoff_guard", "pause_check", "fence", "mark_write_through", "not_applicable", "invariants", "exec"}
 
 func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 	var out []Target
@@ -700,6 +710,11 @@ func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 			if e, ok := m["fence"]; ok {
 				if b, ok := p.boolean(e.val, path+".fence"); ok {
 					t.Fence = &b
+				}
+			}
+			if e, ok := m["mark_write_through"]; ok {
+				if b, ok := p.boolean(e.val, path+".mark_write_through"); ok {
+					t.MarkWriteThrough = &b
 				}
 			}
 			if e, ok := m["not_applicable"]; ok {
@@ -884,37 +899,36 @@ func (p *parser) simulation(n *yaml.Node) Simulation {
 	return sim
 }
 
-var faultKeys = []string{"name", "at", "kind", "nodes", "by", "for", "window", "ppm", "keep_checkpoint", "offset_while_down", "behind", "gap", "same_holder", "observe", "direction"}
+// faultPlacement are the keys of a fault entry that place it (when, on
+// which nodes, under what name, watched how long); every other key is a
+// parameter of its kind, from the fault vocabulary (faults.Specs).
+var faultPlacement = []string{"name", "at", "kind", "nodes", "observe"}
 
-// faultParams lists, per kind, the parameters it takes and which of them
-// it requires.
-var faultParams = map[Kind]struct{ allowed, required []string }{
-	KindStep:    {[]string{"by"}, []string{"by"}},
-	KindFreeze:  {[]string{"for"}, nil},
-	KindLeap:    {nil, nil},
-	KindSmear:   {[]string{"by", "window"}, []string{"by", "window"}},
-	KindSlew:    {[]string{"by", "ppm"}, []string{"by"}},
-	KindDrift:   {[]string{"ppm"}, []string{"ppm"}},
-	KindPause:   {[]string{"for"}, []string{"for"}},
-	KindRestart: {[]string{"for", "keep_checkpoint", "offset_while_down"}, nil},
-	KindClone:   {[]string{"for", "same_holder"}, nil},
-	KindHandoff: {[]string{"behind", "gap"}, nil},
-	KindRevert:  {nil, nil},
-	// Without nodes the whole store is down; with nodes, only their hosts lose it.
-	KindStoreOutage: {[]string{"for", "direction"}, []string{"for"}},
+// faultKeys are every key a fault entry may have.
+func faultKeys() []string {
+	keys := slices.Clone(faultPlacement)
+	for _, sp := range faults.Specs() {
+		for _, prm := range sp.ParamsIn(faults.InScenario) {
+			if !slices.Contains(keys, prm.Name) {
+				keys = append(keys, prm.Name)
+			}
+		}
+	}
+	return keys
 }
 
 func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 	var out []Fault
 	names := map[string]bool{}
-	kindCount := map[Kind]int{}
+	kindCount := map[faults.Kind]int{}
 	var kinds []string
-	for _, k := range Kinds() {
+	for _, k := range faults.Kinds(faults.InScenario) {
 		kinds = append(kinds, string(k))
 	}
+	keys := faultKeys()
 	for i, it := range p.sequence(n, "faults") {
 		path := fmt.Sprintf("faults[%d]", i)
-		m := p.mapping(it, path, faultKeys...)
+		m := p.mapping(it, path, keys...)
 		f := Fault{KeepCheckpoint: true, Line: max(it.Line, 1)}
 		e, ok := m["kind"]
 		if !ok {
@@ -925,28 +939,35 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 		if !ok {
 			continue
 		}
-		f.Kind = Kind(kv)
-		params, ok := faultParams[f.Kind]
-		if !ok {
+		f.Kind = faults.Kind(kv)
+		spec, ok := faults.Lookup(f.Kind)
+		if !ok || !spec.In(faults.InScenario) {
 			p.errorf(e.val, path+".kind", "unknown fault kind %q%s (known: %s)", kv, suggest(kv, kinds), strings.Join(kinds, ", "))
 			continue
 		}
+		params := spec.ParamsIn(faults.InScenario)
 		for key, ent := range m {
-			switch key {
-			case "name", "at", "kind", "nodes", "observe":
+			if slices.Contains(faultPlacement, key) {
 				continue
 			}
-			if !contains(params.allowed, key) {
+			prm, ok := spec.Param(key, faults.InScenario)
+			if !ok {
 				takes := "no parameters"
-				if len(params.allowed) > 0 {
-					takes = "only " + strings.Join(params.allowed, ", ")
+				if len(params) > 0 {
+					var names []string
+					for _, q := range params {
+						names = append(names, q.Name)
+					}
+					takes = "only " + strings.Join(names, ", ")
 				}
 				p.errorf(ent.key, path+"."+key, "a %s fault takes %s", f.Kind, takes)
+				continue
 			}
+			p.faultParam(&f, prm, ent.val, path+"."+key)
 		}
-		for _, key := range params.required {
-			if _, ok := m[key]; !ok {
-				p.errorf(it, path+"."+key, "missing: a %s fault needs %s", f.Kind, key)
+		for _, prm := range params {
+			if _, ok := m[prm.Name]; prm.Required && !ok {
+				p.errorf(it, path+"."+prm.Name, "missing: a %s fault needs %s", f.Kind, prm.Name)
 			}
 		}
 		if e, ok := m["at"]; ok {
@@ -954,56 +975,12 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 		} else {
 			p.errorf(it, path+".at", "missing: when the fault strikes, as an offset from the start (e.g. at: 2s)")
 		}
-		if e, ok := m["by"]; ok {
-			f.By, _ = p.duration(e.val, path+".by", true)
-			if f.By == 0 {
-				p.errorf(e.val, path+".by", "must not be zero")
-			}
-		}
-		if e, ok := m["for"]; ok {
-			f.For, _ = p.duration(e.val, path+".for", false)
-			if f.For == 0 && (f.Kind == KindPause || f.Kind == KindStoreOutage) {
-				p.errorf(e.val, path+".for", "a %s must last a positive time", f.Kind)
-			}
-		}
-		if e, ok := m["window"]; ok {
-			f.Window, _ = p.duration(e.val, path+".window", false)
-			if f.Window == 0 {
-				p.errorf(e.val, path+".window", "must be positive")
-			}
-		}
-		if e, ok := m["ppm"]; ok {
-			if v, ok := p.number(e.val, path+".ppm"); ok {
-				f.PPM = v
-				switch {
-				case f.Kind == KindSlew && (v <= 0 || v > 1e5):
-					p.errorf(e.val, path+".ppm", "a slew rate must be in (0, 100000] ppm, found %v", v)
-				case f.Kind == KindDrift && (v == 0 || v < -1e5 || v > 1e5):
-					p.errorf(e.val, path+".ppm", "a drift must be non-zero and within ±100000 ppm, found %v", v)
-				}
-			}
-		}
-		if e, ok := m["keep_checkpoint"]; ok {
-			f.KeepCheckpoint, _ = p.boolean(e.val, path+".keep_checkpoint")
-		}
-		if e, ok := m["same_holder"]; ok {
-			f.SameHolder, _ = p.boolean(e.val, path+".same_holder")
-		}
-		if e, ok := m["offset_while_down"]; ok {
-			f.OffsetWhileDown, _ = p.duration(e.val, path+".offset_while_down", true)
-		}
-		if e, ok := m["behind"]; ok {
-			f.Behind, _ = p.duration(e.val, path+".behind", false)
-		}
-		if e, ok := m["gap"]; ok {
-			f.Gap, _ = p.duration(e.val, path+".gap", false)
-		}
 		if e, ok := m["observe"]; ok {
 			f.Observe, _ = p.duration(e.val, path+".observe", false)
 		}
 		// Nodes.
 		if e, ok := m["nodes"]; ok {
-			f.Partition = f.Kind == KindStoreOutage
+			f.Partition = f.Kind == faults.KindStoreOutage
 			f.Nodes, f.All = p.faultNodes(e.val, path+".nodes", s)
 		} else {
 			f.All = true
@@ -1011,19 +988,10 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 				f.Nodes = append(f.Nodes, nd.Name)
 			}
 		}
-		if e, ok := m["direction"]; ok {
-			if v, ok := p.scalar(e.val, path+".direction", "both, outbound or inbound"); ok {
-				switch {
-				case v != "both" && v != "outbound" && v != "inbound":
-					p.errorf(e.val, path+".direction", "unknown direction %q: want both, outbound (what the nodes send the store is lost) or inbound (what it sends them)", v)
-				case !f.Partition:
-					p.errorf(e.val, path+".direction", "a direction needs nodes: only a partition has one")
-				default:
-					f.Direction = v
-				}
-			}
+		if f.Direction != "" && !f.Partition {
+			p.errorf(it, path+".direction", "a direction needs nodes: only a partition has one")
 		}
-		if f.Kind == KindHandoff && len(f.Nodes) != 1 {
+		if f.Kind == faults.KindHandoff && len(f.Nodes) != 1 {
 			p.errorf(it, path+".nodes", "a handoff moves one node's worker ID: name exactly one node")
 		}
 		// Name.
@@ -1049,15 +1017,15 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 			} else {
 				var span time.Duration
 				switch f.Kind {
-				case KindFreeze, KindPause, KindRestart, KindClone, KindStoreOutage:
+				case faults.KindFreeze, faults.KindPause, faults.KindRestart, faults.KindClone, faults.KindStoreOutage:
 					span = f.For
-				case KindSmear:
+				case faults.KindSmear:
 					span = f.Window
-				case KindSlew:
+				case faults.KindSlew:
 					span = f.SlewDuration()
-				case KindHandoff:
+				case faults.KindHandoff:
 					span = f.Gap
-				case KindLeap:
+				case faults.KindLeap:
 					span = time.Second
 				}
 				if f.At+span > s.Duration {
@@ -1068,6 +1036,71 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 		out = append(out, f)
 	}
 	return out
+}
+
+// faultParam parses one parameter of a fault into f, checking it against
+// the vocabulary's bounds.
+func (p *parser) faultParam(f *Fault, prm faults.Param, n *yaml.Node, key string) {
+	switch prm.Type {
+	case faults.ParamDuration:
+		d, ok := p.duration(n, key, prm.Min < 0)
+		if !ok {
+			return
+		}
+		if err := prm.CheckDuration(d); err != nil {
+			p.errorf(n, key, "a %s fault's %v", f.Kind, err)
+			return
+		}
+		switch prm.Name {
+		case "by":
+			f.By = d
+		case "for":
+			f.For = d
+		case "window":
+			f.Window = d
+		case "offset_while_down":
+			f.OffsetWhileDown = d
+		case "behind":
+			f.Behind = d
+		case "gap":
+			f.Gap = d
+		}
+	case faults.ParamPPM:
+		v, ok := p.number(n, key)
+		if !ok {
+			return
+		}
+		if err := prm.CheckPPM(v); err != nil {
+			p.errorf(n, key, "a %s fault's %v", f.Kind, err)
+			return
+		}
+		f.PPM = v
+	case faults.ParamChoice:
+		v, ok := p.scalar(n, key, "one of "+strings.Join(prm.Choices, ", "))
+		if !ok {
+			return
+		}
+		if err := prm.CheckChoice(v); err != nil {
+			p.errorf(n, key, "a %s fault's %v", f.Kind, err)
+			return
+		}
+		if prm.Name == "direction" {
+			f.Direction = v
+		}
+	case faults.ParamBool:
+		v, ok := p.boolean(n, key)
+		if !ok {
+			return
+		}
+		switch prm.Name {
+		case "keep_checkpoint":
+			f.KeepCheckpoint = v
+		case "same_holder":
+			f.SameHolder = v
+		case "crash":
+			f.Crash = v
+		}
+	}
 }
 
 // checkStoreOutage reports a store outage in a scenario where nothing
@@ -1084,8 +1117,40 @@ func (p *parser) checkStoreOutage(s *Scenario) {
 		return
 	}
 	for i, f := range s.Faults {
-		if f.Kind == KindStoreOutage {
+		if f.Kind == faults.KindStoreOutage {
 			p.errorf(&yaml.Node{Line: f.Line}, fmt.Sprintf("faults[%d]", i), "a store_outage needs a node with lease: memory (nothing leases, so nothing would be cut off)")
+		}
+	}
+}
+
+// checkCrashHandoffs reports a crash handoff whose gap is shorter than
+// the lease TTL of the node it moves, under any target that leases: the
+// crashed holder's lease is still live then, so the new host would get
+// another worker ID (or none) instead of taking over this one.
+func (p *parser) checkCrashHandoffs(s *Scenario) {
+	for i, f := range s.Faults {
+		if f.Kind != faults.KindHandoff || !f.Crash || len(f.Nodes) != 1 {
+			continue
+		}
+		n, ok := s.Node(f.Nodes[0])
+		if !ok {
+			continue
+		}
+		for _, t := range s.Targets {
+			an := t.Apply(n)
+			if LeaseKind(an.Lease) == LeaseNone {
+				continue
+			}
+			ttl := an.LeaseTTL
+			if ttl == 0 {
+				ttl = lease.DefaultTTL
+			}
+			if f.Gap < ttl {
+				p.errorf(&yaml.Node{Line: f.Line}, fmt.Sprintf("faults[%d].gap", i),
+					"a crash handoff's gap (%s) must be at least node %s's lease TTL (%s under target %s): until the crashed holder's lease expires no other host can take its worker ID",
+					FormatDuration(f.Gap), n.Name, FormatDuration(ttl), t.Name)
+				break
+			}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 )
 
@@ -37,7 +38,7 @@ func TestParseFull(t *testing.T) {
 		t.Fatalf("faults: %+v", s.Faults)
 	}
 	f := s.Faults[0]
-	if f.Name != "step" || f.Kind != KindStep || f.By != -5*time.Millisecond || f.At != 2*time.Second || len(f.Nodes) != 1 || f.Line != 31 {
+	if f.Name != "step" || f.Kind != faults.KindStep || f.By != -5*time.Millisecond || f.At != 2*time.Second || len(f.Nodes) != 1 || f.Line != 31 {
 		t.Fatalf("fault 0: %+v", f)
 	}
 	if f := s.Faults[1]; f.Name != "step-2" || !f.All || len(f.Nodes) != 2 || f.Observe != 500*time.Millisecond {
@@ -127,6 +128,14 @@ invariants: ["duplicates == 0"]
 		{"lease zk no port", strings.Replace(base, "worker: 1}", "worker: 1, lease: zk://127.0.0.1/x}", 1), `3: nodes[0].lease: lease: invalid config: zookeeper URL "zk://127.0.0.1/x": server "127.0.0.1": want host:port`},
 		{"lease zk root", strings.Replace(base, "worker: 1}", "worker: 1, lease: zk://127.0.0.1:2181/a//b}", 1), `empty, . or .. segment`},
 		{"target lease scheme", base + "targets: [{name: wait, lease: redis://h:1}]\n", `6: targets[0].lease: want memory, none, postgres://..., etcd://host:port or zk://host:port[/root], found "redis://h:1"`},
+		{"crash on a restart", base + "faults: [{at: 1s, kind: restart, crash: true, nodes: [a]}]\n", `6: faults[0].crash: a restart fault takes only for, keep_checkpoint, offset_while_down`},
+		{"crash value", base + "faults: [{at: 1s, kind: handoff, crash: hard, nodes: [a]}]\n", `6: faults[0].crash: want on or off`},
+		{"crash gap below ttl", strings.Replace(base, "worker: 1}", "worker: 1, lease: memory, lease_ttl: 2s}", 1) + "faults: [{at: 1s, kind: handoff, crash: true, gap: 1500ms, behind: 3s, nodes: [a]}]\n",
+			`6: faults[0].gap: a crash handoff's gap (1.5s) must be at least node a's lease TTL (2s under target declared): until the crashed holder's lease expires no other host can take its worker ID`},
+		{"crash gap below default ttl", base + "faults: [{at: 1s, kind: handoff, crash: true, gap: 2s, nodes: [a]}]\ntargets: [wait, {name: leased, use: wait, lease: memory}]\n",
+			`6: faults[0].gap: a crash handoff's gap (2s) must be at least node a's lease TTL (10s under target leased)`},
+		{"mark write-through without lease", strings.Replace(base, "worker: 1}", "worker: 1, mark_write_through: off}", 1), `3: nodes[0].mark_write_through: mark_write_through needs a lease: add lease: memory to the node`},
+		{"mark write-through value", base + "targets: [{name: wait, mark_write_through: later}]\n", `6: targets[0].mark_write_through: want on or off`},
 		{"refused starts during", strings.Replace(base, `"duplicates == 0"`, `"refused_starts == 0 during x"`, 1), `refused_starts is counted over the whole run`},
 	}
 	for _, c := range cases {
@@ -148,6 +157,41 @@ invariants: ["duplicates == 0"]
 				}
 			}
 		})
+	}
+}
+
+// TestParseNoFollowUpErrors checks that a fault parameter that fails to
+// parse is reported once, without a second, false complaint about the zero
+// value left behind (such as "must not be zero" after "longer than a year").
+func TestParseNoFollowUpErrors(t *testing.T) {
+	base := `name: x
+duration: 10s
+nodes: [{name: a, worker: 1}]
+load: {rate: 100/s}
+invariants: ["duplicates == 0"]
+faults:
+`
+	for _, tc := range []struct{ fault, key, want string }{
+		{"{at: 1s, kind: step, by: -876000h}", "faults[0].by", "longer than a year"},
+		{"{at: 1s, kind: step, by: soon}", "faults[0].by", "want a duration"},
+		{"{at: 1s, kind: pause, for: 9000h}", "faults[0].for", "longer than a year"},
+		{"{at: 1s, kind: pause, for: -1s}", "faults[0].for", "must not be negative"},
+		{"{at: 1s, kind: smear, by: 1s, window: long}", "faults[0].window", "want a duration"},
+	} {
+		_, err := Parse("f.yaml", []byte(base+"  - "+tc.fault+"\n"))
+		var list ErrorList
+		if !errors.As(err, &list) {
+			t.Fatalf("%s: %v, want an ErrorList", tc.fault, err)
+		}
+		var got []string
+		for _, e := range list {
+			if e.Key == tc.key {
+				got = append(got, e.Msg)
+			}
+		}
+		if len(got) != 1 || !strings.Contains(got[0], tc.want) {
+			t.Errorf("%s: errors for %s: %q, want one saying %q", tc.fault, tc.key, got, tc.want)
+		}
 	}
 }
 
@@ -221,15 +265,15 @@ func TestParseRate(t *testing.T) {
 }
 
 func TestWindows(t *testing.T) {
-	f := Fault{Kind: KindStep, At: time.Second, By: -150 * time.Millisecond}
+	f := Fault{Kind: faults.KindStep, At: time.Second, By: -150 * time.Millisecond}
 	if s, e := f.Observed(10 * time.Second); s != time.Second || e != time.Second+150*time.Millisecond+DefaultTail {
 		t.Fatalf("step window %v %v", s, e)
 	}
-	f = Fault{Kind: KindSlew, At: 0, By: -300 * time.Millisecond}
+	f = Fault{Kind: faults.KindSlew, At: 0, By: -300 * time.Millisecond}
 	if d := f.SlewDuration(); d != 600*time.Second {
 		t.Fatalf("slew duration %v", d)
 	}
-	f = Fault{Kind: KindDrift, At: 5 * time.Second, PPM: 100}
+	f = Fault{Kind: faults.KindDrift, At: 5 * time.Second, PPM: 100}
 	if s, e := f.Observed(10 * time.Second); s != 5*time.Second || e != 10*time.Second {
 		t.Fatalf("drift window %v %v", s, e)
 	}
@@ -263,29 +307,30 @@ func TestParseLeaseKnobs(t *testing.T) {
 	s, err := Parse("lease.yaml", []byte(`name: lease
 duration: 10s
 nodes:
-  - {name: a, worker: 3, lease: memory, lease_ttl: 2s, worker_range: 0-11, handoff_guard: off, pause_check: off, fence: off}
+  - {name: a, worker: 3, lease: memory, lease_ttl: 2s, worker_range: 0-11, handoff_guard: off, pause_check: off, fence: off, mark_write_through: off}
   - {name: b, worker: 4, lease: memory, worker_range: [4, 4]}
 load: {rate: 100/s}
 faults:
   - {name: down, at: 1s, kind: store_outage, for: 2s}
   - {name: cut, at: 4s, kind: store_outage, for: 1s, nodes: [a]}
   - {at: 6s, kind: clone, same_holder: on, nodes: [b]}
+  - {at: 7s, kind: handoff, crash: on, gap: 3s, behind: 1s, nodes: [a]}
 invariants: ["duplicates == 0", "refused_starts == 0", "rebinds >= 1", "availability < 1 during down"]
 targets:
   - wait
-  - {name: x, use: wait, lease_ttl: 3s, handoff_guard: on, pause_check: on, fence: on, not_applicable: ok}
+  - {name: x, use: wait, lease_ttl: 3s, handoff_guard: on, pause_check: on, fence: on, mark_write_through: on, not_applicable: ok}
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, b := s.Nodes[0], s.Nodes[1]
-	if a.LeaseTTL != 2*time.Second || a.WorkerRange == nil || *a.WorkerRange != (WorkerRange{0, 11}) || !a.NoHandoffGuard || !a.NoPauseCheck || !a.NoFence {
+	if a.LeaseTTL != 2*time.Second || a.WorkerRange == nil || *a.WorkerRange != (WorkerRange{0, 11}) || !a.NoHandoffGuard || !a.NoPauseCheck || !a.NoFence || !a.NoMarkWriteThrough {
 		t.Fatalf("node a: %+v", a)
 	}
-	if b.LeaseTTL != 0 || *b.WorkerRange != (WorkerRange{4, 4}) || b.NoHandoffGuard || b.NoPauseCheck || b.NoFence || b.WorkerRange.Len() != 1 {
+	if b.LeaseTTL != 0 || *b.WorkerRange != (WorkerRange{4, 4}) || b.NoHandoffGuard || b.NoPauseCheck || b.NoFence || b.NoMarkWriteThrough || b.WorkerRange.Len() != 1 {
 		t.Fatalf("node b: %+v", b)
 	}
-	if f := s.Faults[0]; f.Kind != KindStoreOutage || f.Partition || !f.All || f.Span(0) != 2*time.Second || f.Kind.ClockFault() {
+	if f := s.Faults[0]; f.Kind != faults.KindStoreOutage || f.Partition || !f.All || f.Span(0) != 2*time.Second || f.Kind.Clock() {
 		t.Fatalf("outage: %+v", f)
 	}
 	if f := s.Faults[1]; !f.Partition || len(f.Nodes) != 1 || f.Nodes[0] != "a" {
@@ -294,11 +339,14 @@ targets:
 	if f := s.Faults[2]; !f.SameHolder {
 		t.Fatalf("clone: %+v", f)
 	}
+	if f := s.Faults[3]; !f.Crash || f.Gap != 3*time.Second || s.Faults[2].Crash {
+		t.Fatalf("crash handoff: %+v", f)
+	}
 	x := s.Targets[1]
 	if !x.NotApplicable || s.Targets[0].NotApplicable || x.LeaseTTL != 3*time.Second {
 		t.Fatalf("targets: %+v", s.Targets)
 	}
-	if n := x.Apply(a); n.LeaseTTL != 3*time.Second || n.NoHandoffGuard || n.NoPauseCheck || n.NoFence {
+	if n := x.Apply(a); n.LeaseTTL != 3*time.Second || n.NoHandoffGuard || n.NoPauseCheck || n.NoFence || n.NoMarkWriteThrough {
 		t.Fatalf("applied: %+v", n)
 	}
 	if s.Invariants[1].Metric != MetricRefusedStarts || s.Invariants[2].Metric != MetricRebinds {

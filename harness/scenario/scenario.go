@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 )
@@ -124,6 +125,11 @@ type Node struct {
 	// takes a lease and renews it but issues whether it holds it or not
 	// (a negative control).
 	NoFence bool
+	// NoMarkWriteThrough writes the node's mark to the lease store only at
+	// renewal and release instead of before any ID passes it (the
+	// behaviour before marks were recorded ahead): after a crash the
+	// stored mark lags what was issued. Only for negative controls.
+	NoMarkWriteThrough bool
 	// ClockOffset is the node's clock error at the start (wall minus true
 	// time).
 	ClockOffset time.Duration
@@ -200,10 +206,10 @@ type Target struct {
 	Checkpoint *bool
 	// LeaseTTL replaces the nodes' lease TTL when non-zero.
 	LeaseTTL time.Duration
-	// HandoffGuard, PauseCheck and Fence, when non-nil, switch the lease's
-	// handoff guard, pause check and fence on every node (off: a negative
-	// control).
-	HandoffGuard, PauseCheck, Fence *bool
+	// HandoffGuard, PauseCheck, Fence and MarkWriteThrough, when non-nil,
+	// switch the lease's handoff guard, pause check, fence and mark
+	// write-through on every node (off: a negative control).
+	HandoffGuard, PauseCheck, Fence, MarkWriteThrough *bool
 	// Exec is the command an exec target (Use "exec") runs; nil for the
 	// other targets.
 	Exec *Exec
@@ -254,6 +260,9 @@ func (t Target) Apply(n Node) Node {
 	}
 	if t.Exec != nil {
 		n.Exec = t.Exec
+	}
+	if t.MarkWriteThrough != nil {
+		n.NoMarkWriteThrough = !*t.MarkWriteThrough
 	}
 	return n
 }
@@ -317,54 +326,13 @@ const (
 	DefaultTail = time.Second
 )
 
-// Kind is a fault kind.
-type Kind string
-
-// Fault kinds.
-const (
-	KindStep    Kind = "step"    // wall += by at once (negative: back)
-	KindFreeze  Kind = "freeze"  // wall stands still for `for`
-	KindLeap    Kind = "leap"    // wall steps back 1 s when it reaches start+at
-	KindSmear   Kind = "smear"   // wall moves by `by` linearly over `window`
-	KindSlew    Kind = "slew"    // wall moves by `by` at `ppm`
-	KindDrift   Kind = "drift"   // constant rate error of `ppm`
-	KindPause   Kind = "pause"   // VM pause: the node stands still for `for`
-	KindRestart Kind = "restart" // the node loses its memory and comes back
-	KindClone   Kind = "clone"   // a second node with the same worker ID starts
-	KindHandoff Kind = "handoff" // the worker ID moves to a host whose clock is behind
-	KindRevert  Kind = "revert"  // every clock fault removed
-	// KindStoreOutage makes the run's lease store unreachable for `for`:
-	// for every node (the store is down) or, when the fault names nodes,
-	// for those nodes' hosts only (a network partition).
-	KindStoreOutage Kind = "store_outage"
-)
-
-// Kinds lists every fault kind.
-func Kinds() []Kind {
-	return []Kind{KindStep, KindFreeze, KindLeap, KindSmear, KindSlew, KindDrift,
-		KindPause, KindRestart, KindClone, KindHandoff, KindRevert, KindStoreOutage}
-}
-
-// ClockFault reports whether the kind acts on a node's clock (so the
-// target must let the harness control its clock).
-func (k Kind) ClockFault() bool {
-	switch k {
-	case KindStep, KindFreeze, KindLeap, KindSmear, KindSlew, KindDrift, KindPause, KindRevert:
-		return true
-	}
-	return false
-}
-
-// DefaultPPM is the slew rate when a slew names none (ntpd's limit).
-const DefaultPPM = 500
-
 // Fault is one timed fault.
 type Fault struct {
 	// Name identifies the fault in invariants ("during leap") and reports;
 	// it defaults to the kind, with -2, -3... for repeats.
 	Name string
 	// Kind is the fault kind.
-	Kind Kind
+	Kind faults.Kind
 	// At is the offset from the run's start.
 	At time.Duration
 	// Nodes are the names of the nodes it acts on, never empty.
@@ -400,6 +368,11 @@ type Fault struct {
 	Behind time.Duration
 	// Gap is how long the worker ID is unowned during a handoff.
 	Gap time.Duration
+	// Crash makes a handoff start with a crash (kill -9: no final mark, no
+	// lease release) instead of a graceful stop; the new host can take
+	// the worker ID only once the crashed holder's lease has expired, so
+	// Gap must be at least the lease TTL.
+	Crash bool
 	// Observe is the length of the fault's observation window from At;
 	// zero means Span() plus DefaultTail.
 	Observe time.Duration
@@ -414,38 +387,38 @@ type Fault struct {
 // remaining duration is passed in).
 func (f Fault) Span(remaining time.Duration) time.Duration {
 	switch f.Kind {
-	case KindStep:
+	case faults.KindStep:
 		if f.By < 0 {
 			return -f.By
 		}
 		return 0
-	case KindFreeze, KindPause:
+	case faults.KindFreeze, faults.KindPause:
 		if f.For == 0 {
 			return remaining
 		}
 		return f.For
-	case KindLeap:
+	case faults.KindLeap:
 		return time.Second
-	case KindSmear:
+	case faults.KindSmear:
 		return f.Window
-	case KindSlew:
+	case faults.KindSlew:
 		return f.SlewDuration()
-	case KindDrift:
+	case faults.KindDrift:
 		return remaining
-	case KindRestart:
+	case faults.KindRestart:
 		d := f.For
 		if f.OffsetWhileDown < 0 {
 			d += -f.OffsetWhileDown
 		}
 		return d
-	case KindClone:
+	case faults.KindClone:
 		if f.For == 0 {
 			return remaining
 		}
 		return f.For
-	case KindStoreOutage:
+	case faults.KindStoreOutage:
 		return f.For
-	case KindHandoff:
+	case faults.KindHandoff:
 		d := f.Gap
 		if f.Behind > f.Gap {
 			d = f.Behind
@@ -459,7 +432,7 @@ func (f Fault) Span(remaining time.Duration) time.Duration {
 func (f Fault) SlewDuration() time.Duration {
 	ppm := f.PPM
 	if ppm == 0 {
-		ppm = DefaultPPM
+		ppm = faults.DefaultSlewPPM
 	}
 	by := f.By
 	if by < 0 {

@@ -35,16 +35,6 @@ type StoreFaulter interface {
 	HealStore(ctx context.Context, run string, hosts []string) (string, error)
 }
 
-// RunBeginner is implemented by targets that set up per-run state that
-// takes time (a network of namespaces, a lease store): the harness calls
-// BeginRun before the run's clock starts, so the setup does not eat into
-// the scenario's timeline, and EndRun (RunEnder) after it, also when
-// BeginRun failed.
-type RunBeginner interface {
-	// BeginRun prepares what run (Env.Run) needs.
-	BeginRun(ctx context.Context, run string) error
-}
-
 // Judge is implemented by targets that keep a second, independent record
 // of every ID their nodes returned to the load clients (the netns
 // targets: the Postgres oracle, which stores each ID with the client that

@@ -2,6 +2,7 @@ package target
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -31,9 +32,9 @@ func NewHost(base generator.Clock, offset time.Duration) *Host {
 }
 
 // Apply implements ClockControl.
-func (h *Host) Apply(_ context.Context, f ClockFault) error {
+func (h *Host) Apply(_ context.Context, f faults.Fault) error {
 	if err := f.ApplyTo(h.Clock); err != nil {
-		return err
+		return fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
 	_, mono := h.base.Now()
 	if until, ok := f.PauseEnd(mono); ok {

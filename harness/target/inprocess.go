@@ -7,9 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/reference"
 	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/lease"
 	"github.com/snowchaos/snowchaos/node"
 )
 
@@ -46,7 +48,7 @@ var (
 
 // Info implements Target.
 func (t *InProcess) Info() Info {
-	caps := Capabilities{Faults: scenario.Kinds(), Simulated: true, OffsetTolerance: time.Microsecond}
+	caps := Capabilities{Faults: faults.Kinds(faults.InScenario), Simulated: true, OffsetTolerance: time.Microsecond}
 	if t.Reference == "" {
 		caps.Checkpoint = true
 		caps.Leases = []string{scenario.LeaseMemory}
@@ -98,7 +100,7 @@ type procNode struct {
 		sync.RWMutex
 		node   *node.Node // nil for a reference generator or while stopped
 		ref    reference.Generator
-		leases LeaseStats // of the nodes stopped so far
+		leases lease.Counters // of the nodes stopped so far
 	}
 }
 
@@ -115,7 +117,7 @@ func (d *disk) Load() (int64, error) {
 	return d.mark, nil
 }
 
-func (d *disk) Save(mark int64) error {
+func (d *disk) Save(_ context.Context, mark int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.mark = max(d.mark, mark)
@@ -164,7 +166,7 @@ func (n *procNode) Start(ctx context.Context) error {
 		// a simulation, whose store comes back only as its time moves on.
 		cfg.Lease = &node.Lease{
 			Registry: n.env.Leases, Holder: n.spec.Host, Range: n.spec.WorkerRange, TTL: n.spec.LeaseTTL, OneAttempt: true,
-			Controls: node.Controls{NoHandoffGuard: n.spec.NoHandoffGuard, NoPauseCheck: n.spec.NoPauseCheck, NoFence: n.spec.NoFence},
+			Controls: node.Controls{NoHandoffGuard: n.spec.NoHandoffGuard, NoPauseCheck: n.spec.NoPauseCheck, NoFence: n.spec.NoFence, NoMarkWriteThrough: n.spec.NoMarkWriteThrough},
 		}
 	}
 	nd, err := node.New(ctx, cfg)
@@ -178,24 +180,13 @@ func (n *procNode) Start(ctx context.Context) error {
 	return nil
 }
 
-// nodeStats converts a node's lease counters.
-func nodeStats(nd *node.Node) LeaseStats {
-	st := nd.LeaseStats()
-	return LeaseStats{
-		Acquisitions: st.Acquisitions, AcquireErrors: st.AcquireErrs,
-		RenewOK: st.RenewOK, RenewFailed: st.RenewFailed, RenewLost: st.RenewLost,
-		Fenced: st.Fenced, ClockJumps: st.ClockJumps, HandoffWaits: st.HandoffWaits,
-		Rebinds: nd.Rebinds(),
-	}
-}
-
 // LeaseStats implements LeaseNode.
-func (n *procNode) LeaseStats() LeaseStats {
+func (n *procNode) LeaseStats() lease.Counters {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	st := n.mu.leases
 	if nd := n.mu.node; nd != nil {
-		st = st.Add(nodeStats(nd))
+		st = st.Add(nd.LeaseStats().Counters)
 	}
 	return st
 }
@@ -236,7 +227,7 @@ func (n *procNode) Stop(ctx context.Context, o StopOptions) error {
 	if nd != nil {
 		err = nd.Stop(ctx, o.Graceful)
 		n.mu.Lock()
-		n.mu.leases = n.mu.leases.Add(nodeStats(nd))
+		n.mu.leases = n.mu.leases.Add(nd.LeaseStats().Counters)
 		n.mu.Unlock()
 	}
 	if o.Wipe {

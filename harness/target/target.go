@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"sync"
 	"time"
@@ -59,7 +58,7 @@ type Info struct {
 // target whose clock it cannot control).
 type Capabilities struct {
 	// Faults lists the fault kinds the harness may inject.
-	Faults []scenario.Kind
+	Faults []faults.Kind
 	// Simulated is true when nodes take their host clock from Env.Base,
 	// so they can run on virtual time.
 	Simulated bool
@@ -78,7 +77,7 @@ type Capabilities struct {
 const DefaultOffsetTolerance = 100 * time.Microsecond
 
 // Supports reports whether the harness may inject fault kind k.
-func (c Capabilities) Supports(k scenario.Kind) bool {
+func (c Capabilities) Supports(k faults.Kind) bool {
 	for _, x := range c.Faults {
 		if x == k {
 			return true
@@ -143,6 +142,10 @@ type NodeSpec struct {
 	NoFence bool
 	// Exec is the command of an exec target's node; nil for other targets.
 	Exec *scenario.Exec
+	// NoMarkWriteThrough writes the node's mark to the lease store only at
+	// renewal and release (a negative control: after a crash the stored
+	// mark lags what was issued).
+	NoMarkWriteThrough bool
 }
 
 // SpecOf returns the NodeSpec of a scenario node.
@@ -152,7 +155,8 @@ func SpecOf(n scenario.Node) NodeSpec {
 		Policy: n.Policy, MaxWait: n.MaxWait, MaxLead: n.MaxLead, Reserve: n.Reserve,
 		Checkpoint: n.Checkpoint, Lease: n.Lease, ClockOffset: n.ClockOffset,
 		LeaseTTL: n.LeaseTTL, NoHandoffGuard: n.NoHandoffGuard, NoPauseCheck: n.NoPauseCheck, NoFence: n.NoFence,
-		Exec: n.Exec,
+		Exec:               n.Exec,
+		NoMarkWriteThrough: n.NoMarkWriteThrough,
 	}
 	if r := n.WorkerRange; r != nil {
 		spec.WorkerRange = &lease.Range{Min: r.Min, Max: r.Max}
@@ -217,35 +221,7 @@ type Node interface {
 type LeaseNode interface {
 	// LeaseStats returns the node's lease counters, summed over every
 	// lease keeper the node ran (restarts included).
-	LeaseStats() LeaseStats
-}
-
-// LeaseStats are a node's lease counters.
-type LeaseStats struct {
-	// Acquisitions and AcquireErrors count lease acquisitions and failed
-	// attempts (first starts, restarts, re-acquisitions after a loss).
-	Acquisitions, AcquireErrors uint64
-	// RenewOK, RenewFailed and RenewLost count renewals by result.
-	RenewOK, RenewFailed, RenewLost uint64
-	// Fenced counts early fence closures (renewals failing, the lease
-	// lost, a clock jump); ClockJumps the suspected pauses among them.
-	Fenced, ClockJumps uint64
-	// HandoffWaits counts generator starts that had to wait for a previous
-	// holder's last issued time.
-	HandoffWaits uint64
-	// Rebinds counts generators rebuilt on a new lease after the node lost
-	// its previous one.
-	Rebinds uint64
-}
-
-// Add returns the sum of s and o.
-func (s LeaseStats) Add(o LeaseStats) LeaseStats {
-	return LeaseStats{
-		Acquisitions: s.Acquisitions + o.Acquisitions, AcquireErrors: s.AcquireErrors + o.AcquireErrors,
-		RenewOK: s.RenewOK + o.RenewOK, RenewFailed: s.RenewFailed + o.RenewFailed, RenewLost: s.RenewLost + o.RenewLost,
-		Fenced: s.Fenced + o.Fenced, ClockJumps: s.ClockJumps + o.ClockJumps,
-		HandoffWaits: s.HandoffWaits + o.HandoffWaits, Rebinds: s.Rebinds + o.Rebinds,
-	}
+	LeaseStats() lease.Counters
 }
 
 // FaultExplainer is implemented by targets that can say why a fault cannot
@@ -269,74 +245,11 @@ type StopOptions struct {
 // effect.
 type ClockControl interface {
 	// Apply injects the fault now.
-	Apply(ctx context.Context, f ClockFault) error
+	Apply(ctx context.Context, f faults.Fault) error
 	// Offset returns the host clock's current offset: its wall reading
 	// minus true time. The harness compares it before and after a fault
 	// to confirm the fault took effect.
 	Offset(ctx context.Context) (time.Duration, error)
-}
-
-// ClockFault is one clock fault to apply to a host.
-type ClockFault struct {
-	// Kind is step, freeze, leap, smear, slew, drift, pause or revert.
-	Kind scenario.Kind
-	// By is the change of a step, smear or slew.
-	By time.Duration
-	// For is a freeze's or pause's length (zero: until revert).
-	For time.Duration
-	// Window is a smear's window.
-	Window time.Duration
-	// PPM is a slew's or drift's rate.
-	PPM float64
-	// At is the wall instant of a leap second.
-	At time.Time
-}
-
-// ApplyTo applies f to a fault clock: the one mapping from a scenario's
-// clock fault to the faults package, shared by every target (and the
-// harness's shadow clocks) that runs on a faults.Clock. It returns an error
-// wrapping ErrUnsupported for a kind that is not a clock fault.
-func (f ClockFault) ApplyTo(c *faults.Clock) error {
-	switch f.Kind {
-	case scenario.KindStep:
-		c.Step(f.By)
-	case scenario.KindFreeze:
-		c.Freeze(f.For)
-	case scenario.KindLeap:
-		c.Leap(f.At)
-	case scenario.KindSmear:
-		c.Smear(f.By, f.Window)
-	case scenario.KindSlew:
-		c.Slew(f.By, f.PPM)
-	case scenario.KindDrift:
-		c.Drift(f.PPM)
-	case scenario.KindPause:
-		c.Pause(f.For)
-	case scenario.KindRevert:
-		c.Revert()
-	default:
-		return fmt.Errorf("%w: clock fault %q", ErrUnsupported, f.Kind)
-	}
-	return nil
-}
-
-// PauseEnd says how a clock fault changes a host's pause: for a pause it
-// returns the monotonic reading (ns) at which the pause ends, given the
-// host's base reading now (math.MaxInt64 for a pause until revert); for a
-// revert it returns 0 (no pause). ok is false for every other kind, which
-// leaves the pause as it is. Targets that stop work on a paused host (as a
-// paused VM runs no goroutine) keep this value.
-func (f ClockFault) PauseEnd(mono int64) (until int64, ok bool) {
-	switch f.Kind {
-	case scenario.KindPause:
-		if f.For > 0 {
-			return mono + int64(f.For), true
-		}
-		return math.MaxInt64, true
-	case scenario.KindRevert:
-		return 0, true
-	}
-	return 0, false
 }
 
 // Errors.

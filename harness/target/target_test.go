@@ -41,7 +41,7 @@ func TestRegistry(t *testing.T) {
 			t.Fatalf("%s: %v (registered: %v)", w, err, names)
 		}
 		info := tg.Info()
-		if info.Name != w || !info.Caps.Simulated || !info.Caps.Supports(scenario.KindSlew) || info.Doc == "" {
+		if info.Name != w || !info.Caps.Simulated || !info.Caps.Supports(faults.KindSlew) || info.Doc == "" {
 			t.Fatalf("%s: %+v", w, info)
 		}
 		if info.KnownBad != (w != target.InProcessName) {
@@ -148,14 +148,14 @@ func TestPauseBlocksIssue(t *testing.T) {
 	}
 	issue(t, n, 1)
 	t0 := v.Elapsed()
-	if err := n.Clock().Apply(ctx, target.ClockFault{Kind: scenario.KindPause, For: 2 * time.Second}); err != nil {
+	if err := n.Clock().Apply(ctx, faults.Fault{Kind: faults.KindPause, For: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	issue(t, n, 1)
 	if d := v.Elapsed() - t0; d < 2*time.Second {
 		t.Fatalf("a call during a 2s pause returned after %v", d)
 	}
-	if err := n.Clock().Apply(ctx, target.ClockFault{Kind: "bogus"}); !errors.Is(err, target.ErrUnsupported) {
+	if err := n.Clock().Apply(ctx, faults.Fault{Kind: "bogus"}); !errors.Is(err, target.ErrUnsupported) {
 		t.Fatal(err)
 	}
 }
@@ -169,15 +169,15 @@ func TestClockFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctl := n.Clock()
-	ctl.Apply(ctx, target.ClockFault{Kind: scenario.KindStep, By: -5 * time.Millisecond})
+	ctl.Apply(ctx, faults.Fault{Kind: faults.KindStep, By: -5 * time.Millisecond})
 	if off, _ := ctl.Offset(ctx); off != -5*time.Millisecond {
 		t.Fatalf("step: %v", off)
 	}
-	ctl.Apply(ctx, target.ClockFault{Kind: scenario.KindRevert})
+	ctl.Apply(ctx, faults.Fault{Kind: faults.KindRevert})
 	if off, _ := ctl.Offset(ctx); off != 0 {
 		t.Fatalf("revert: %v", off)
 	}
-	ctl.Apply(ctx, target.ClockFault{Kind: scenario.KindDrift, PPM: 100})
+	ctl.Apply(ctx, faults.Fault{Kind: faults.KindDrift, PPM: 100})
 	v.Advance(time.Second)
 	if off, _ := ctl.Offset(ctx); off != 100*time.Microsecond {
 		t.Fatalf("drift: %v", off)
@@ -186,8 +186,9 @@ func TestClockFaults(t *testing.T) {
 
 // TestLeaseRebind: a node whose lease expired during a store outage and
 // whose worker ID another holder took meanwhile rebuilds its generator on
-// the worker ID the lease gives it next, in Maintain; a node without the
-// fence issues through the outage.
+// the worker ID the lease gives it next, in Maintain. A node without the
+// fence stops all the same once it needs to record a new mark the store
+// cannot take; only a node without both issues through the outage.
 func TestLeaseRebind(t *testing.T) {
 	ctx := context.Background()
 	v := faults.NewVirtual(start, true)
@@ -201,11 +202,18 @@ func TestLeaseRebind(t *testing.T) {
 	}
 	defer n.Close()
 	us := s
-	us.Name, us.Host, us.NoFence = "u", "u", true
+	us.Name, us.Host, us.NoFence, us.NoMarkWriteThrough = "u", "u", true, true
 	u, err := tg.Start(ctx, us, target.Env{Base: v, Leases: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
+	fs := s
+	fs.Name, fs.Host, fs.NoFence, fs.WorkerRange = "f", "f", true, &lease.Range{Min: 3, Max: 3}
+	f, err := tg.Start(ctx, fs, target.Env{Base: v, Leases: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
 	if n.Worker() != 1 || u.Worker() != 2 {
 		t.Fatalf("workers %d and %d, want 1 and 2", n.Worker(), u.Worker())
 	}
@@ -215,11 +223,15 @@ func TestLeaseRebind(t *testing.T) {
 		v.Advance(100 * time.Millisecond)
 		n.Maintain(ctx)
 		u.Maintain(ctx)
+		f.Maintain(ctx)
 	}
 	if _, err := n.Issue(ctx, make([]generator.ID, 1)); !errors.Is(err, generator.ErrFenced) {
 		t.Fatalf("issued with an expired lease: %v", err)
 	}
-	issue(t, u, 1) // no fence: a negative control
+	issue(t, u, 1) // no fence, no recorded mark: a negative control
+	if _, err := f.Issue(ctx, make([]generator.ID, 1)); !errors.Is(err, generator.ErrCheckpoint) || !errors.Is(err, lease.ErrUnavailable) {
+		t.Fatalf("unfenced node past its mark with the store down: %v, want ErrCheckpoint wrapping lease.ErrUnavailable", err)
+	}
 	reg.SetAvailable(true)
 	if _, err := reg.Acquire(ctx, lease.Request{Holder: "thief", Range: lease.Range{Min: 1, Max: 1}, TTL: time.Hour}); err != nil {
 		t.Fatal(err)

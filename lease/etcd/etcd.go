@@ -280,33 +280,76 @@ func choose(slots map[int64]*slot, req lease.Request) (int64, []lease.Lease) {
 }
 
 // current reads l's worker and mark keys and checks that l is still the
-// live lease, returning the worker key and the stored mark.
-func (r *Registry) current(ctx context.Context, l lease.Lease) (*mvccpb.KeyValue, markVal, error) {
+// live lease, returning the worker key, the stored mark and the mark key's
+// mod revision (0 when absent).
+func (r *Registry) current(ctx context.Context, l lease.Lease) (*mvccpb.KeyValue, markVal, int64, error) {
 	wk, mk := r.workerKey(l.WorkerID), r.markKey(l.WorkerID)
 	resp, err := r.cli.Txn(ctx).Then(clientv3.OpGet(wk), clientv3.OpGet(mk)).Commit()
 	if err != nil {
-		return nil, markVal{}, lease.Unavailable(err)
+		return nil, markVal{}, 0, lease.Unavailable(err)
 	}
 	lost := fmt.Errorf("%w: worker %d token %d", lease.ErrLost, l.WorkerID, l.Token)
 	wkvs := resp.Responses[0].GetResponseRange().Kvs
 	if len(wkvs) == 0 || wkvs[0].CreateRevision != l.Token {
-		return nil, markVal{}, lost
+		return nil, markVal{}, 0, lost
 	}
 	var wv workerVal
 	if json.Unmarshal(wkvs[0].Value, &wv) != nil || wv.Holder != l.Holder {
-		return nil, markVal{}, lost
+		return nil, markVal{}, 0, lost
 	}
 	var mv markVal
+	var rev int64
 	if mkvs := resp.Responses[1].GetResponseRange().Kvs; len(mkvs) > 0 {
 		json.Unmarshal(mkvs[0].Value, &mv) //nolint:errcheck // a damaged mark reads as zero
+		rev = mkvs[0].ModRevision
 	}
-	return wkvs[0], mv, nil
+	return wkvs[0], mv, rev, nil
+}
+
+// maxMarkRaces bounds how often raiseMark reads again after a concurrent
+// write of the same mark key (by this holder's own Renew and Record; each
+// lost race means another write succeeded).
+const maxMarkRaces = 64
+
+// raiseMark stores max(stored, last) as the mark, and deletes the worker
+// key when release, in one transaction that succeeds only while l is the
+// live lease and the mark key is unchanged since it was read (so a
+// concurrent write never lowers it); on a lost race it reads again. A mark
+// l already wrote at or above last is not written again (l was seen live).
+// It returns the mark now stored and the worker key as read.
+func (r *Registry) raiseMark(ctx context.Context, l lease.Lease, last int64, release bool) (int64, *mvccpb.KeyValue, error) {
+	wk, mk := r.workerKey(l.WorkerID), r.markKey(l.WorkerID)
+	for range maxMarkRaces {
+		kv, mv, rev, err := r.current(ctx, l)
+		if err != nil {
+			return 0, nil, err
+		}
+		if mv.LastIssuedMs >= last && mv.Token == l.Token && mv.Holder == l.Holder && !release {
+			return mv.LastIssuedMs, kv, nil
+		}
+		v := max(mv.LastIssuedMs, last)
+		ops := []clientv3.Op{clientv3.OpPut(mk, mustJSON(markVal{Holder: l.Holder, Token: l.Token, LastIssuedMs: v}))}
+		if release {
+			ops = append(ops, clientv3.OpDelete(wk))
+		}
+		resp, err := r.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.CreateRevision(wk), "=", l.Token),
+			clientv3.Compare(clientv3.ModRevision(mk), "=", rev),
+		).Then(ops...).Commit()
+		if err != nil {
+			return 0, nil, lease.Unavailable(err)
+		}
+		if resp.Succeeded {
+			return v, kv, nil
+		}
+	}
+	return 0, nil, fmt.Errorf("%w: lease/etcd: worker %d: the mark kept changing under %d writes", lease.ErrUnavailable, l.WorkerID, maxMarkRaces)
 }
 
 // Renew implements lease.Registry with one KeepAliveOnce on the etcd lease
 // and a conditional write of the mark.
 func (r *Registry) Renew(ctx context.Context, l lease.Lease, lastIssuedMs int64) (lease.Lease, error) {
-	kv, mv, err := r.current(ctx, l)
+	kv, _, _, err := r.current(ctx, l)
 	if err != nil {
 		return lease.Lease{}, err
 	}
@@ -318,8 +361,8 @@ func (r *Registry) Renew(ctx context.Context, l lease.Lease, lastIssuedMs int64)
 	if err != nil {
 		return lease.Lease{}, lease.Unavailable(err)
 	}
-	last := max(mv.LastIssuedMs, lastIssuedMs)
-	if err := r.writeMark(ctx, l, last, false); err != nil {
+	last, _, err := r.raiseMark(ctx, l, lastIssuedMs, false)
+	if err != nil {
 		return lease.Lease{}, err
 	}
 	l.LeasedUntil = time.Unix(0, wall).Add(time.Duration(ka.TTL) * time.Second)
@@ -328,32 +371,18 @@ func (r *Registry) Renew(ctx context.Context, l lease.Lease, lastIssuedMs int64)
 	return l, nil
 }
 
-// writeMark writes the mark (and deletes the worker key when release) if
-// l is still the live lease.
-func (r *Registry) writeMark(ctx context.Context, l lease.Lease, last int64, release bool) error {
-	wk, mk := r.workerKey(l.WorkerID), r.markKey(l.WorkerID)
-	ops := []clientv3.Op{clientv3.OpPut(mk, mustJSON(markVal{Holder: l.Holder, Token: l.Token, LastIssuedMs: last}))}
-	if release {
-		ops = append(ops, clientv3.OpDelete(wk))
-	}
-	resp, err := r.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(wk), "=", l.Token)).Then(ops...).Commit()
-	if err != nil {
-		return lease.Unavailable(err)
-	}
-	if !resp.Succeeded {
-		return fmt.Errorf("%w: worker %d token %d", lease.ErrLost, l.WorkerID, l.Token)
-	}
-	return nil
+// Record implements lease.Registry: a conditional write of the mark (the
+// etcd lease is not kept alive).
+func (r *Registry) Record(ctx context.Context, l lease.Lease, lastIssuedMs int64) error {
+	_, _, err := r.raiseMark(ctx, l, lastIssuedMs, false)
+	return err
 }
 
 // Release implements lease.Registry: the mark is written and the worker
 // key deleted in one transaction; then the etcd lease is revoked.
 func (r *Registry) Release(ctx context.Context, l lease.Lease, lastIssuedMs int64) error {
-	kv, mv, err := r.current(ctx, l)
+	_, kv, err := r.raiseMark(ctx, l, lastIssuedMs, true)
 	if err != nil {
-		return err
-	}
-	if err := r.writeMark(ctx, l, max(mv.LastIssuedMs, lastIssuedMs), true); err != nil {
 		return err
 	}
 	if _, err := r.cli.Revoke(ctx, clientv3.LeaseID(kv.Lease)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {

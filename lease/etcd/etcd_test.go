@@ -325,3 +325,27 @@ func TestKeeperPartitionLongerThanTTL(t *testing.T) {
 		t.Errorf("Release: %v", err)
 	}
 }
+
+// TestCrashHandoff is issue 12 item 1 on etcd: a holder crashes without
+// releasing, and a holder whose clock is 12 s behind takes the worker ID
+// once etcd expired the lease. The mark it reads was recorded before any
+// ID passed it, so it repeats nothing; the negative control (the mark
+// written only at renewal) repeats IDs.
+func TestCrashHandoff(t *testing.T) {
+	srv := startServer(t)
+	cli := srv.client(t, srv.clientURL.Host)
+	for _, tc := range []struct {
+		name          string
+		markAtRenewal bool
+	}{{"recorded-ahead", false}, {"mark-at-renewal", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := leaseetcd.New(cli, leaseetcd.Options{Prefix: prefix()})
+			clock := leasetest.NewClock(time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC))
+			rep := leasetest.CrashHandoff(t, leasetest.Backend{Registry: reg}, clock, 3*time.Second, tc.markAtRenewal)
+			t.Logf("%+v", rep)
+			if rep.Safe() == tc.markAtRenewal || (tc.markAtRenewal && rep.Duplicates == 0) {
+				t.Fatalf("markAtRenewal %v: safe %v, %d duplicates", tc.markAtRenewal, rep.Safe(), rep.Duplicates)
+			}
+		})
+	}
+}

@@ -192,7 +192,7 @@ func (c checkpointer) Load() (int64, error) {
 	return mark, nil
 }
 
-func (c checkpointer) Save(mark int64) error { return c.k.Save(mark) }
+func (c checkpointer) Save(ctx context.Context, mark int64) error { return c.k.Save(ctx, mark) }
 
 // syncHandoffs observes the handoff waits the Keeper counted since the
 // last call (each with the last wait it recorded).

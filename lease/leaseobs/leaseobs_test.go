@@ -194,7 +194,7 @@ func TestObserverFollowsTheKeeper(t *testing.T) {
 		}
 	}
 	st := r.k.Stats()
-	if acquires != int(st.Acquisitions+st.AcquireErrs) || renews != int(st.RenewOK+st.RenewFailed+st.RenewLost) || failed != int(st.RenewFailed+st.RenewLost+st.AcquireErrs) {
+	if acquires != int(st.Acquisitions+st.AcquireErrors) || renews != int(st.RenewOK+st.RenewFailed+st.RenewLost) || failed != int(st.RenewFailed+st.RenewLost+st.AcquireErrors) {
 		t.Errorf("spans: %d acquire, %d renew, %d failed; keeper %+v", acquires, renews, failed, st)
 	}
 }

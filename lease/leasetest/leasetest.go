@@ -49,6 +49,10 @@ func Run(t *testing.T, h Harness) {
 		{"ExpiredTakenWithHigherToken", testExpiry},
 		{"LastIssuedCarriedAcrossRelease", testLastIssued},
 		{"ForgedLeaseIsLost", testForged},
+		{"RecordKeepsTheMaximum", testRecordMax},
+		{"RecordNeedsTheLease", testRecordFenced},
+		{"RecordSurvivesCrashToNextHolder", testRecordSurvivesCrash},
+		{"ConcurrentWritesNeverLowerTheMark", testRecordConcurrent},
 		{"ConcurrentAcquirersNeverShare", testConcurrent},
 		{"List", testList},
 	}
@@ -410,5 +414,172 @@ func testList(t *testing.T, h Harness, b Backend) {
 	}
 	if d := la.LeasedUntil.Sub(a.LeasedUntil); d < -time.Second || d > time.Second {
 		t.Errorf("List expiry %v far from the granted %v", la.LeasedUntil, a.LeasedUntil)
+	}
+}
+
+// storedMark returns the LastIssuedMs List reports for worker id.
+func storedMark(t *testing.T, reg lease.Registry, id int64) int64 {
+	t.Helper()
+	ls, err := reg.List(ctxT(t))
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	for _, l := range ls {
+		if l.WorkerID == id {
+			return l.LastIssuedMs
+		}
+	}
+	t.Fatalf("List has no entry for worker %d: %+v", id, ls)
+	return 0
+}
+
+func testRecordMax(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	r := lease.Range{Min: 5, Max: 5}
+	a := mustAcquire(t, reg, req("node-a", r, long))
+	for _, v := range []int64{5000, 4000, 5000} {
+		if err := reg.Record(ctxT(t), a, v); err != nil {
+			t.Fatalf("Record(%d): %v", v, err)
+		}
+	}
+	if got := storedMark(t, reg, 5); got != 5000 {
+		t.Errorf("after Record 5000, 4000, 5000: stored %d, want 5000 (never moves back)", got)
+	}
+	nl, err := reg.Renew(ctxT(t), a, 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nl.LastIssuedMs != 5000 {
+		t.Errorf("Renew with 3000 after Record 5000 returned LastIssuedMs %d, want 5000", nl.LastIssuedMs)
+	}
+	if err := reg.Record(ctxT(t), nl, 6000); err != nil {
+		t.Fatalf("Record with the renewed lease: %v", err)
+	}
+	if err := reg.Release(ctxT(t), nl, 1); err != nil {
+		t.Fatal(err)
+	}
+	if c := mustAcquire(t, reg, req("node-c", r, long)); c.LastIssuedMs != 6000 {
+		t.Errorf("next holder LastIssuedMs %d, want 6000 (recorded)", c.LastIssuedMs)
+	}
+}
+
+func testRecordFenced(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	r := lease.Range{Min: 0, Max: 1}
+	a := mustAcquire(t, reg, req("node-a", r, long))
+	if err := reg.Record(ctxT(t), a, 100); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []lease.Lease{
+		func() lease.Lease { l := a; l.Token++; return l }(),
+		func() lease.Lease { l := a; l.Holder = "node-x"; return l }(),
+		func() lease.Lease { l := a; l.WorkerID = 1; return l }(),
+	} {
+		if err := reg.Record(ctxT(t), f, 900); !errors.Is(err, lease.ErrLost) {
+			t.Errorf("Record(%+v): %v, want ErrLost", f, err)
+		}
+	}
+	if got := storedMark(t, reg, a.WorkerID); got != 100 {
+		t.Errorf("forged Records changed the mark to %d, want 100", got)
+	}
+	if err := reg.Release(ctxT(t), a, 200); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Record(ctxT(t), a, 900); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Record after Release: %v, want ErrLost", err)
+	}
+	// The next holder of the worker ID takes it over; the old lease still
+	// cannot record, the new one can.
+	rq := req("node-b", r, long)
+	rq.Prefer = []int64{a.WorkerID}
+	nb := mustAcquire(t, reg, rq)
+	if nb.WorkerID != a.WorkerID || nb.LastIssuedMs != 200 {
+		t.Fatalf("next holder got %+v, want worker %d with LastIssuedMs 200", nb, a.WorkerID)
+	}
+	if err := reg.Record(ctxT(t), a, 900); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Record by the previous holder: %v, want ErrLost", err)
+	}
+	if got := storedMark(t, reg, a.WorkerID); got != 200 {
+		t.Errorf("the previous holder's Record changed the mark to %d, want 200", got)
+	}
+	if err := reg.Record(ctxT(t), nb, 300); err != nil {
+		t.Errorf("the holder's Record: %v", err)
+	}
+}
+
+// testRecordSurvivesCrash: a holder records its mark and then neither
+// renews nor releases (it crashed). Recording does not keep the lease
+// alive: it expires on time, Record then fails, and the next holder gets
+// the recorded mark.
+func testRecordSurvivesCrash(t *testing.T, h Harness, b Backend) {
+	reg := b.Registry
+	r := lease.Range{Min: 8, Max: 8}
+	a := mustAcquire(t, reg, req("node-a", r, h.TTL))
+	if err := reg.Record(ctxT(t), a, 4321); err != nil {
+		t.Fatal(err)
+	}
+	var got lease.Lease
+	recorded := 0
+	eventually(t, b, h.TTL/4, "the crashed holder's lease to expire while it records", func() bool {
+		switch err := reg.Record(ctxT(t), a, 4000); {
+		case err == nil:
+			recorded++
+		case !errors.Is(err, lease.ErrLost):
+			t.Fatalf("Record: %v", err)
+		}
+		l, err := reg.Acquire(ctxT(t), req("node-b", r, 100*h.TTL))
+		switch {
+		case err == nil:
+			got = l
+			return true
+		case errors.Is(err, lease.ErrAllTaken):
+			return false
+		}
+		t.Fatalf("Acquire: %v", err)
+		return false
+	})
+	if recorded == 0 {
+		t.Errorf("no Record succeeded while the lease was held")
+	}
+	if got.LastIssuedMs != 4321 {
+		t.Errorf("next holder LastIssuedMs %d, want 4321 recorded by the crashed holder", got.LastIssuedMs)
+	}
+	if err := reg.Record(ctxT(t), a, 9999); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Record of the expired lease: %v, want ErrLost", err)
+	}
+	if m := storedMark(t, reg, 8); m != 4321 {
+		t.Errorf("stored mark %d after the expired holder's Record, want 4321", m)
+	}
+}
+
+// testRecordConcurrent races Records of rising marks against Renews of
+// lower ones on one lease: the stored mark ends at the highest.
+func testRecordConcurrent(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	a := mustAcquire(t, reg, req("node-a", lease.Range{Min: 6, Max: 6}, long))
+	const writers, each = 4, 8
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if err := reg.Record(ctxT(t), a, int64(1000*(i+1)+w)); err != nil {
+					t.Errorf("Record: %v", err)
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := range each / 2 {
+				if _, err := reg.Renew(ctxT(t), a, int64(i)); err != nil {
+					t.Errorf("Renew: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got, want := storedMark(t, reg, 6), int64(1000*each+writers-1); got != want {
+		t.Errorf("stored mark %d after concurrent writes, want the highest %d", got, want)
 	}
 }

@@ -47,7 +47,7 @@ type Registry struct {
 	q       queries
 }
 
-type queries struct{ acquire, held, renew, release, list string }
+type queries struct{ acquire, held, renew, record, release, list string }
 
 // Open connects to dsn (a pgx connection string or URL), migrates the
 // schema and returns a Registry that owns the connection pool. Close it.
@@ -111,6 +111,9 @@ WHERE worker_id BETWEEN $1 AND $2 AND leased_until > now() ORDER BY worker_id`,
 SET leased_until = now() + $5::bigint * interval '1 microsecond', last_issued_ms = greatest(last_issued_ms, $4)
 WHERE worker_id = $1 AND holder = $2 AND token = $3 AND leased_until > now()
 RETURNING worker_id, holder, token, leased_until, last_issued_ms`,
+		record: `UPDATE ` + r.table + `
+SET last_issued_ms = greatest(last_issued_ms, $4)
+WHERE worker_id = $1 AND holder = $2 AND token = $3 AND leased_until > now()`,
 		release: `UPDATE ` + r.table + `
 SET leased_until = now(), last_issued_ms = greatest(last_issued_ms, $4)
 WHERE worker_id = $1 AND holder = $2 AND token = $3 AND leased_until > now()`,
@@ -276,6 +279,19 @@ func (r *Registry) Renew(ctx context.Context, l lease.Lease, lastIssuedMs int64)
 	}
 	got[0].TTL = l.TTL
 	return got[0], nil
+}
+
+// Record implements lease.Registry: one UPDATE fenced by the holder, the
+// token and the store's now().
+func (r *Registry) Record(ctx context.Context, l lease.Lease, lastIssuedMs int64) error {
+	tag, err := r.pool.Exec(ctx, r.q.record, l.WorkerID, l.Holder, l.Token, lastIssuedMs)
+	if err != nil {
+		return lease.Unavailable(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: worker %d token %d", lease.ErrLost, l.WorkerID, l.Token)
+	}
+	return nil
 }
 
 // Release implements lease.Registry.

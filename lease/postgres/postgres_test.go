@@ -320,3 +320,33 @@ func TestKeeperFencesWhenStoreGoesAway(t *testing.T) {
 		t.Errorf("stats %+v: want failed and lost renewals and 2 acquisitions", st)
 	}
 }
+
+// TestCrashHandoff is issue 12 item 1 on a real Postgres lease: a holder
+// issues for 1.5 s (virtual; the store runs on real time) and crashes
+// without releasing; a holder whose clock is 12 s behind takes the worker
+// ID once Postgres expired the lease. The mark it reads was recorded
+// before any ID passed it, so it repeats nothing. The negative control,
+// which writes the mark only at renewal, repeats about 0.5 s of IDs.
+func TestCrashHandoff(t *testing.T) {
+	adm := admin(t)
+	for _, tc := range []struct {
+		name          string
+		markAtRenewal bool
+	}{{"recorded-ahead", false}, {"mark-at-renewal", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := open(t, dsn(), postgres.Options{Schema: schema(t, adm)})
+			clock := leasetest.NewClock(time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC))
+			rep := leasetest.CrashHandoff(t, leasetest.Backend{Registry: reg}, clock, 3*time.Second, tc.markAtRenewal)
+			t.Logf("%+v", rep)
+			if tc.markAtRenewal {
+				if rep.Safe() || rep.Duplicates == 0 {
+					t.Fatalf("negative control not caught: %+v", rep)
+				}
+				return
+			}
+			if !rep.Safe() {
+				t.Fatalf("successor not safe: %+v", rep)
+			}
+		})
+	}
+}

@@ -86,7 +86,9 @@ func TestLeaseMetricsAndSpans(t *testing.T) {
 			}
 		}
 	}
-	if acquires != 1 || renews < 3 || failed < 1 {
-		t.Errorf("spans: %d acquire, %d renew (%d failed); want 1, >= 3, >= 1", acquires, renews, failed)
+	// A session that expired while the store was cut off makes the keeper
+	// try to acquire again, each attempt a span of its own.
+	if acquires < 1 || renews < 3 || failed < 1 {
+		t.Errorf("spans: %d acquire, %d renew (%d failed); want >= 1, >= 3, >= 1", acquires, renews, failed)
 	}
 }

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/snowchaos/snowchaos/generator"
 )
@@ -194,8 +195,13 @@ type Oracle struct {
 	name  string
 	dsn   string
 
-	queue   chan *batch
-	pool    sync.Pool
+	queue chan *batch
+	// free holds batches whose buffers no one reads any more, for reuse.
+	// A batch goes back only when pgx can no longer read it: after a COPY
+	// that failed, pgx's copy goroutine may still be reading the buffer
+	// (CopyFrom returns on a server error without waiting for it), so
+	// that batch is left to the garbage collector instead.
+	free    chan *batch
 	writers sync.WaitGroup
 
 	mu struct {
@@ -242,14 +248,7 @@ func New(ctx context.Context, cfg Config) (*Oracle, error) {
 		rand.Read(b[:])
 		cfg.Table = "snowchaos_ids_" + hex.EncodeToString(b[:])
 	}
-	o := &Oracle{cfg: cfg, dsn: DSN(cfg.DSN), queue: make(chan *batch, cfg.QueueDepth)}
-	if cfg.Schema != "" {
-		o.table = pgx.Identifier{cfg.Schema, cfg.Table}
-	} else {
-		o.table = pgx.Identifier{cfg.Table}
-	}
-	o.name = o.table.Sanitize()
-	o.pool.New = func() any { return &batch{buf: make([]byte, 0, cfg.BatchSize*rowSize)} }
+	o := newOracle(cfg)
 	for range cfg.Writers {
 		c, err := o.connect(ctx)
 		if err != nil {
@@ -263,10 +262,58 @@ func New(ctx context.Context, cfg Config) (*Oracle, error) {
 		return nil, fmt.Errorf("%w: creating %s: %v", ErrUnavailable, o.name, err)
 	}
 	for _, c := range o.conns {
-		o.writers.Add(1)
-		go o.writer(c)
+		o.start(c.PgConn())
 	}
 	return o, nil
+}
+
+// newOracle returns an Oracle for a validated, defaulted cfg, with no
+// connection and no writer yet.
+func newOracle(cfg Config) *Oracle {
+	o := &Oracle{
+		cfg: cfg, dsn: DSN(cfg.DSN),
+		queue: make(chan *batch, cfg.QueueDepth),
+		// At most QueueDepth batches wait, Writers are being copied and
+		// one is being filled.
+		free: make(chan *batch, cfg.QueueDepth+cfg.Writers+1),
+	}
+	if cfg.Schema != "" {
+		o.table = pgx.Identifier{cfg.Schema, cfg.Table}
+	} else {
+		o.table = pgx.Identifier{cfg.Table}
+	}
+	o.name = o.table.Sanitize()
+	return o
+}
+
+// copier is the part of *pgconn.PgConn a writer uses.
+type copier interface {
+	CopyFrom(ctx context.Context, r io.Reader, sql string) (pgconn.CommandTag, error)
+}
+
+// start runs one writer over c.
+func (o *Oracle) start(c copier) {
+	o.writers.Add(1)
+	go o.writer(c)
+}
+
+// getBatch returns an empty batch, reused when one is free.
+func (o *Oracle) getBatch() *batch {
+	select {
+	case b := <-o.free:
+		b.buf, b.rows = b.buf[:0], 0
+		return b
+	default:
+		return &batch{buf: make([]byte, 0, o.cfg.BatchSize*rowSize)}
+	}
+}
+
+// putBatch offers b for reuse; the caller must be its last reader.
+func (o *Oracle) putBatch(b *batch) {
+	select {
+	case o.free <- b:
+	default:
+	}
 }
 
 // mono reads the monotonic clock.
@@ -321,8 +368,7 @@ func (o *Oracle) Add(src int16, ids []generator.ID) error {
 	for _, id := range ids {
 		b := o.mu.cur
 		if b == nil {
-			b = o.pool.Get().(*batch)
-			b.buf, b.rows = b.buf[:0], 0
+			b = o.getBatch()
 			o.mu.cur = b
 		}
 		b.buf = appendRow(b.buf, int64(id), src)
@@ -357,7 +403,7 @@ func (o *Oracle) enqueue(b *batch) {
 	}
 	if o.cfg.DropWhenFull {
 		o.dropped.Add(uint64(b.rows))
-		o.pool.Put(b)
+		o.putBatch(b)
 		return
 	}
 	start := o.mono()
@@ -379,19 +425,22 @@ func (o *Oracle) fail(err error) {
 // writer copies batches until the queue closes. After its connection
 // fails it keeps draining the queue, counting the rows as dropped, so Add
 // never blocks forever.
-func (o *Oracle) writer(c *pgx.Conn) {
+func (o *Oracle) writer(c copier) {
 	defer o.writers.Done()
 	broken := false
 	sql := "COPY " + o.name + " (id, src) FROM STDIN WITH (FORMAT binary)"
 	for b := range o.queue {
 		if broken || o.failed.Load() {
 			o.dropped.Add(uint64(b.rows))
-			o.pool.Put(b)
+			o.putBatch(b)
 			continue
 		}
 		start := o.mono()
-		tag, err := c.PgConn().CopyFrom(context.Background(), &copyReader{parts: [][]byte{copyHeader, b.buf, copyTrailer}}, sql)
+		tag, err := c.CopyFrom(context.Background(), &copyReader{parts: [][]byte{copyHeader, b.buf, copyTrailer}}, sql)
 		o.copyNs.Add(o.mono() - start)
+		// CopyFrom can return an error while its copy goroutine still
+		// reads b.buf: only a COPY that succeeded hands b back.
+		reusable := err == nil
 		if err == nil && tag.RowsAffected() != int64(b.rows) {
 			err = fmt.Errorf("COPY wrote %d rows of %d", tag.RowsAffected(), b.rows)
 		}
@@ -403,7 +452,9 @@ func (o *Oracle) writer(c *pgx.Conn) {
 			o.written.Add(uint64(b.rows))
 			o.batches.Add(1)
 		}
-		o.pool.Put(b)
+		if reusable {
+			o.putBatch(b)
+		}
 	}
 }
 

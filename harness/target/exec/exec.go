@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/faults/extclock"
 	"github.com/snowchaos/snowchaos/faults/faketime"
 	"github.com/snowchaos/snowchaos/faults/goclock"
@@ -38,9 +39,9 @@ import (
 func init() { target.Register(&Target{}) }
 
 // clockKinds are the clock faults the target applies (not pause).
-var clockKinds = []scenario.Kind{
-	scenario.KindStep, scenario.KindFreeze, scenario.KindLeap, scenario.KindSmear,
-	scenario.KindSlew, scenario.KindDrift, scenario.KindRevert,
+var clockKinds = []faults.Kind{
+	faults.KindStep, faults.KindFreeze, faults.KindLeap, faults.KindSmear,
+	faults.KindSlew, faults.KindDrift, faults.KindRevert,
 }
 
 // OffsetTolerance is how closely the probe's reading must match the
@@ -71,7 +72,7 @@ var (
 
 // Info implements target.Target.
 func (t *Target) Info() target.Info {
-	kinds := append(append([]scenario.Kind(nil), clockKinds...), scenario.KindRestart, scenario.KindClone)
+	kinds := append(append([]faults.Kind(nil), clockKinds...), faults.KindRestart, faults.KindClone)
 	return target.Info{
 		Name: scenario.ExecTarget,
 		Doc:  "any command as child processes (stdio or HTTP), kill -9 restarts, clones; clock faults through libfaketime or a Go runtime overlay",
@@ -81,7 +82,7 @@ func (t *Target) Info() target.Info {
 
 // NotApplicable implements target.FaultExplainer.
 func (t *Target) NotApplicable(f scenario.Fault) string {
-	if f.Kind == scenario.KindPause {
+	if f.Kind == faults.KindPause {
 		return "a VM pause stops the guest's monotonic clock too; an outside process keeps the host's (libfaketime runs with FAKETIME_DONT_FAKE_MONOTONIC, the Go overlay fakes the wall clock only), and SIGSTOP would pause the process but not its clocks"
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
@@ -101,7 +102,7 @@ func TestNodeUnderFaults(t *testing.T) {
 	if _, err := n.Issue(ctx, dst); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Clock().Apply(ctx, target.ClockFault{Kind: scenario.KindStep, By: -time.Second}); err != nil {
+	if err := n.Clock().Apply(ctx, faults.Fault{Kind: faults.KindStep, By: -time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	off, err := n.Clock().Offset(ctx)
@@ -111,7 +112,7 @@ func TestNodeUnderFaults(t *testing.T) {
 	if _, err := n.Issue(ctx, dst); err == nil || !strings.Contains(err.Error(), "clock moved backwards") {
 		t.Fatalf("MVP after a 1s step back: %v, want its refusal", err)
 	}
-	if err := n.Clock().Apply(ctx, target.ClockFault{Kind: scenario.KindPause, For: time.Second}); !errors.Is(err, target.ErrUnsupported) {
+	if err := n.Clock().Apply(ctx, faults.Fault{Kind: faults.KindPause, For: time.Second}); !errors.Is(err, target.ErrUnsupported) {
 		t.Fatalf("pause: %v, want ErrUnsupported", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/faults/extclock"
 	"github.com/snowchaos/snowchaos/faults/faketime"
 	"github.com/snowchaos/snowchaos/faults/goclock"
@@ -413,24 +414,24 @@ func (n *node) Close() error {
 type clockCtl struct{ n *node }
 
 // Apply implements target.ClockControl.
-func (c clockCtl) Apply(_ context.Context, f target.ClockFault) error {
+func (c clockCtl) Apply(_ context.Context, f faults.Fault) error {
 	h := c.n.host
 	switch f.Kind {
-	case scenario.KindStep:
+	case faults.KindStep:
 		return h.Step(f.By)
-	case scenario.KindFreeze:
+	case faults.KindFreeze:
 		return h.Freeze(f.For)
-	case scenario.KindLeap:
+	case faults.KindLeap:
 		return h.Leap(f.At)
-	case scenario.KindSmear:
+	case faults.KindSmear:
 		return h.Smear(f.By, f.Window)
-	case scenario.KindSlew:
+	case faults.KindSlew:
 		return h.Slew(f.By, f.PPM)
-	case scenario.KindDrift:
+	case faults.KindDrift:
 		return h.Drift(f.PPM)
-	case scenario.KindRevert:
+	case faults.KindRevert:
 		return h.Revert()
-	case scenario.KindPause:
+	case faults.KindPause:
 		return fmt.Errorf("%w: %w", target.ErrUnsupported, extclock.ErrPause)
 	}
 	return fmt.Errorf("%w: clock fault %q", target.ErrUnsupported, f.Kind)

@@ -21,10 +21,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
-	"github.com/snowchaos/snowchaos/harness/scenario"
-	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/harness/loadgen"
+	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/server"
 )
 
@@ -52,9 +52,9 @@ func init() {
 }
 
 // clockKinds are the clock faults an admin API applies.
-var clockKinds = []scenario.Kind{
-	scenario.KindStep, scenario.KindFreeze, scenario.KindLeap, scenario.KindSmear,
-	scenario.KindSlew, scenario.KindDrift, scenario.KindPause, scenario.KindRevert,
+var clockKinds = []faults.Kind{
+	faults.KindStep, faults.KindFreeze, faults.KindLeap, faults.KindSmear,
+	faults.KindSlew, faults.KindDrift, faults.KindPause, faults.KindRevert,
 }
 
 // offsetTolerance is how closely an admin API's offset matches the
@@ -196,8 +196,8 @@ func (r *remote) issue(ctx context.Context, dst []generator.ID) (int, error) {
 }
 
 // apply sends a clock fault to the admin API.
-func (r *remote) apply(ctx context.Context, f target.ClockFault) (server.FaultState, error) {
-	if f.Kind == scenario.KindRevert {
+func (r *remote) apply(ctx context.Context, f faults.Fault) (server.FaultState, error) {
+	if f.Kind == faults.KindRevert {
 		return r.c.Revert(ctx)
 	}
 	req, err := faultRequest(f)
@@ -217,26 +217,26 @@ func (r *remote) offset(ctx context.Context) (time.Duration, error) {
 }
 
 // faultRequest converts a harness clock fault to the admin API's request.
-func faultRequest(f target.ClockFault) (server.FaultRequest, error) {
+func faultRequest(f faults.Fault) (server.FaultRequest, error) {
 	d := func(v time.Duration) *server.Duration { return server.Ptr(server.Duration(v)) }
 	switch f.Kind {
-	case scenario.KindStep:
+	case faults.KindStep:
 		return server.FaultRequest{Kind: "step", By: d(f.By)}, nil
-	case scenario.KindFreeze:
+	case faults.KindFreeze:
 		return server.FaultRequest{Kind: "freeze", For: d(f.For)}, nil
-	case scenario.KindLeap:
+	case faults.KindLeap:
 		return server.FaultRequest{Kind: "leap", At: server.Ptr(f.At.UTC().Format(time.RFC3339Nano))}, nil
-	case scenario.KindSmear:
+	case faults.KindSmear:
 		return server.FaultRequest{Kind: "smear", By: d(f.By), Window: d(f.Window)}, nil
-	case scenario.KindSlew:
+	case faults.KindSlew:
 		r := server.FaultRequest{Kind: "slew", By: d(f.By)}
 		if f.PPM != 0 {
 			r.PPM = server.Ptr(f.PPM)
 		}
 		return r, nil
-	case scenario.KindDrift:
+	case faults.KindDrift:
 		return server.FaultRequest{Kind: "drift", PPM: server.Ptr(f.PPM)}, nil
-	case scenario.KindPause:
+	case faults.KindPause:
 		return server.FaultRequest{Kind: "pause", For: d(f.For)}, nil
 	}
 	return server.FaultRequest{}, fmt.Errorf("%w: clock fault %q over the admin API", target.ErrUnsupported, f.Kind)
@@ -294,7 +294,7 @@ func (n *httpNode) Close() error {
 type remoteClock struct{ r *remote }
 
 // Apply implements target.ClockControl.
-func (c remoteClock) Apply(ctx context.Context, f target.ClockFault) error {
+func (c remoteClock) Apply(ctx context.Context, f faults.Fault) error {
 	_, err := c.r.apply(ctx, f)
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness"
 	"github.com/snowchaos/snowchaos/harness/scenario"
@@ -72,7 +73,7 @@ func TestProcessNodeLifecycle(t *testing.T) {
 		t.Fatalf("node %d", p.Node)
 	}
 	last := dst[49]
-	if err := n.Clock().Apply(ctx, target.ClockFault{Kind: scenario.KindStep, By: 5 * time.Second}); err != nil {
+	if err := n.Clock().Apply(ctx, faults.Fault{Kind: faults.KindStep, By: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	if off, _ := n.Clock().Offset(ctx); off != 2*time.Second {
@@ -89,10 +90,10 @@ func TestProcessNodeLifecycle(t *testing.T) {
 	if w := n.Worker(); w != -1 {
 		t.Fatalf("worker while down %d", w)
 	}
-	if err := n.Clock().Apply(ctx, target.ClockFault{Kind: scenario.KindStep, By: -time.Second}); err != nil {
+	if err := n.Clock().Apply(ctx, faults.Fault{Kind: faults.KindStep, By: -time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Clock().Apply(ctx, target.ClockFault{Kind: scenario.KindSmear, By: time.Second, Window: time.Second}); !errors.Is(err, target.ErrUnsupported) {
+	if err := n.Clock().Apply(ctx, faults.Fault{Kind: faults.KindSmear, By: time.Second, Window: time.Second}); !errors.Is(err, target.ErrUnsupported) {
 		t.Fatalf("smear while down: %v", err)
 	}
 	if off, _ := n.Clock().Offset(ctx); off != time.Second {
@@ -178,14 +179,14 @@ func TestHTTPTarget(t *testing.T) {
 	if off, err := n.Clock().Offset(ctx); err != nil || off != 250*time.Millisecond {
 		t.Fatalf("offset %v %v", off, err)
 	}
-	for _, f := range []target.ClockFault{
-		{Kind: scenario.KindSmear, By: time.Second, Window: time.Hour},
-		{Kind: scenario.KindSlew, By: time.Second},
-		{Kind: scenario.KindDrift, PPM: 10},
-		{Kind: scenario.KindFreeze, For: time.Hour},
-		{Kind: scenario.KindLeap, At: time.Now().Add(time.Hour)},
-		{Kind: scenario.KindPause, For: time.Millisecond},
-		{Kind: scenario.KindRevert},
+	for _, f := range []faults.Fault{
+		{Kind: faults.KindSmear, By: time.Second, Window: time.Hour},
+		{Kind: faults.KindSlew, By: time.Second},
+		{Kind: faults.KindDrift, PPM: 10},
+		{Kind: faults.KindFreeze, For: time.Hour},
+		{Kind: faults.KindLeap, At: time.Now().Add(time.Hour)},
+		{Kind: faults.KindPause, For: time.Millisecond},
+		{Kind: faults.KindRevert},
 	} {
 		if err := n.Clock().Apply(ctx, f); err != nil {
 			t.Fatalf("%s: %v", f.Kind, err)
@@ -194,7 +195,7 @@ func TestHTTPTarget(t *testing.T) {
 	if off, _ := n.Clock().Offset(ctx); off != 0 {
 		t.Fatalf("offset after revert %v", off)
 	}
-	if err := n.Clock().Apply(ctx, target.ClockFault{Kind: scenario.KindRestart}); !errors.Is(err, target.ErrUnsupported) {
+	if err := n.Clock().Apply(ctx, faults.Fault{Kind: faults.KindRestart}); !errors.Is(err, target.ErrUnsupported) {
 		t.Fatalf("restart as a clock fault: %v", err)
 	}
 	if err := n.Stop(ctx, target.StopOptions{}); !errors.Is(err, target.ErrUnsupported) {
@@ -205,7 +206,7 @@ func TestHTTPTarget(t *testing.T) {
 		t.Fatal(got, err)
 	}
 	// A refusal over HTTP unwraps to the generator's sentinel.
-	n.Clock().Apply(ctx, target.ClockFault{Kind: scenario.KindStep, By: -10 * time.Second})
+	n.Clock().Apply(ctx, faults.Fault{Kind: faults.KindStep, By: -10 * time.Second})
 	ctxShort, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := n.Issue(ctxShort, dst); !errors.Is(err, generator.ErrWaitExceeded) {

@@ -165,6 +165,12 @@ func TestProcessLeaseUnsupported(t *testing.T) {
 	if _, err := p.Start(context.Background(), s, target.Env{}); !errors.Is(err, target.ErrUnsupported) {
 		t.Fatalf("unknown lease: %v", err)
 	}
+	// The negative control needs a -tags negativecontrols build: the
+	// normal one says so instead of serving the safe behaviour.
+	s.Lease, s.NoMarkWriteThrough = "postgres://postgres@127.0.0.1:5432/test", true
+	if _, err := p.Start(context.Background(), s, target.Env{Run: "unsupported/" + t.Name()}); !errors.Is(err, target.ErrUnsupported) || !strings.Contains(err.Error(), "-tags negativecontrols") {
+		t.Fatalf("mark_write_through: off on a normal build: %v", err)
+	}
 	caps := p.Info().Caps
 	for v, ok := range map[string]bool{"": true, "none": true, "memory": false, "postgres://h/db": true, "etcd://h:2379": true, "redis://h:1": false} {
 		if caps.SupportsLease(v) != ok {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/netns"
 	"github.com/snowchaos/snowchaos/harness/scenario"
@@ -85,7 +86,6 @@ var (
 	_ target.Target       = (*Netns)(nil)
 	_ target.RunEnder     = (*Netns)(nil)
 	_ target.StoreFaulter = (*Netns)(nil)
-	_ target.RunBeginner  = (*Netns)(nil)
 	_ target.Judge        = (*Netns)(nil)
 )
 
@@ -104,7 +104,7 @@ type nsRun struct {
 func (t *Netns) Info() target.Info {
 	// A handoff is a graceful stop and a start on a new host (a new
 	// namespace) with the clock offset the fault gives it.
-	kinds := append((&Process{}).Info().Caps.Faults, scenario.KindStoreOutage, scenario.KindHandoff)
+	kinds := append((&Process{}).Info().Caps.Faults, faults.KindStoreOutage, faults.KindHandoff)
 	return target.Info{
 		Name: t.Name,
 		Doc: fmt.Sprintf("snowchaos serve children each in a network namespace of its own, leases on a %s in another, "+
@@ -129,13 +129,6 @@ func (t *Netns) Start(ctx context.Context, spec target.NodeSpec, env target.Env)
 		return nil, err
 	}
 	return &nsNode{procNode: n.(*procNode), r: r}, nil
-}
-
-// BeginRun implements target.RunBeginner: the run's network, control and
-// client namespaces and store, made before the run's clock starts.
-func (t *Netns) BeginRun(ctx context.Context, run string) error {
-	_, err := t.run(ctx, run)
-	return err
 }
 
 // run returns run's state, creating it on first use.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/harness"
 	"github.com/snowchaos/snowchaos/harness/netns"
 	"github.com/snowchaos/snowchaos/harness/scenario"
@@ -137,7 +138,7 @@ func TestNetnsScenarios(t *testing.T) {
 				t.Errorf("%s: the oracle does not name both clients: %s", sr.Name, r.Checks[i].Observed)
 			}
 			for _, f := range r.Faults {
-				if f.Kind != string(scenario.KindStoreOutage) {
+				if f.Kind != string(faults.KindStoreOutage) {
 					continue
 				}
 				if !slices.ContainsFunc(f.Detail, func(d string) bool { return strings.Contains(d, "via nftables") }) ||

@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
@@ -35,7 +36,10 @@ import (
 // on free loopback ports, one per host, each with its own admin token and
 // host directory (the checkpoint's disk). Stop without Graceful is kill -9;
 // Graceful is SIGTERM (in-flight requests finish, the final mark is
-// persisted). A clone is a second process with the same worker ID.
+// persisted). A clone is a second process with the same worker ID; a
+// handoff stops the process (SIGTERM, or kill -9 for a crash handoff) and
+// starts one on a new host, with its own holder identity and the clock
+// offset the fault gives it.
 //
 // Nodes may lease their worker ID from a shared store (lease:
 // postgres://..., etcd://host:port or zk://host:port/root; an in-memory
@@ -49,6 +53,10 @@ import (
 // EndRun; with ZooKeeper under a root of its own (<root>/run-<run tag>),
 // deleted by EndRun; etcd has no per-run namespace, so the run tag in the
 // holder keeps runs apart and a killed run's keys expire with their TTL.
+//
+// A node with mark_write_through: off (a negative control) gets serve's
+// --lease-mark-at-renewal, which only a snowchaos built with -tags
+// negativecontrols has.
 type Process struct {
 	// Name is the registered name; empty: "process".
 	Name string
@@ -99,10 +107,10 @@ func (t *Process) Info() target.Info {
 	if name == "" {
 		name = ProcessName
 	}
-	kinds := append(append([]scenario.Kind(nil), clockKinds...), scenario.KindRestart, scenario.KindClone)
+	kinds := append(append([]faults.Kind(nil), clockKinds...), faults.KindRestart, faults.KindClone, faults.KindHandoff)
 	return target.Info{
 		Name: name,
-		Doc:  "snowchaos serve child processes on loopback ports: restart is kill -9 and start, a clone a second process",
+		Doc:  "snowchaos serve child processes on loopback ports: restart is kill -9 and start, a clone a second process, a handoff a process on a new host",
 		Caps: target.Capabilities{Faults: kinds, Checkpoint: true, OffsetTolerance: offsetTolerance,
 			Leases: []string{scenario.LeasePostgres, scenario.LeaseEtcd, scenario.LeaseZooKeeper}},
 	}
@@ -145,7 +153,7 @@ func (t *Process) Start(ctx context.Context, spec target.NodeSpec, env target.En
 			}
 		}
 		r := t.run(env.Run, kind, spec.Lease)
-		lz = &procLease{url: spec.Lease, holder: spec.Host + "." + r.tag, ttl: spec.LeaseTTL, noFence: spec.NoFence}
+		lz = &procLease{url: spec.Lease, holder: spec.Host + "." + r.tag, ttl: spec.LeaseTTL, markAtRenewal: spec.NoMarkWriteThrough, noFence: spec.NoFence}
 		switch kind {
 		case scenario.LeasePostgres:
 			lz.schema = r.schema
@@ -267,10 +275,12 @@ func dropSchema(ctx context.Context, url, schema string, dial func(ctx context.C
 }
 
 // procLease is a node's lease: the store's URL, the holder identity (the
-// host's), the TTL (zero: serve's default) and the Postgres schema.
+// host's), the TTL (zero: serve's default), the Postgres schema, and
+// whether the mark is written only at renewal (a negative control).
 type procLease struct {
 	url, holder, schema string
 	ttl                 time.Duration
+	markAtRenewal       bool
 	noFence             bool // serve --lease-no-fence (a negative control)
 }
 
@@ -350,6 +360,9 @@ func (n *procNode) args() []string {
 		if lz.ttl > 0 {
 			a = append(a, "--lease-ttl", lz.ttl.String())
 		}
+		if lz.markAtRenewal {
+			a = append(a, "--lease-mark-at-renewal")
+		}
 		if lz.noFence {
 			a = append(a, noFenceFlag)
 		}
@@ -410,6 +423,9 @@ func (n *procNode) Start(ctx context.Context) error {
 		if strings.Contains(out, lease.ErrAllTaken.Error()) {
 			// The lease refused the node a worker ID: the harness counts it.
 			return fmt.Errorf("node %s: snowchaos serve %s: %w; stderr:\n%s", n.spec.Name, why, lease.ErrAllTaken, out)
+		}
+		if n.lease != nil && n.lease.markAtRenewal && strings.Contains(out, "-lease-mark-at-renewal") {
+			return fmt.Errorf("%w: node %s: mark_write_through: off needs a snowchaos built with -tags negativecontrols (%s); stderr:\n%s", target.ErrUnsupported, n.spec.Name, n.bin, out)
 		}
 		if n.lease != nil && n.lease.noFence && strings.Contains(out, noFenceFlag[1:]) {
 			return fmt.Errorf("%w: node %s: fence: off needs a snowchaos built with -tags negativecontrols (%s); stderr:\n%s", target.ErrUnsupported, n.spec.Name, n.bin, out)
@@ -528,16 +544,16 @@ func (n *procNode) URL() string {
 type procClock struct{ n *procNode }
 
 // Apply implements target.ClockControl.
-func (c procClock) Apply(ctx context.Context, f target.ClockFault) error {
+func (c procClock) Apply(ctx context.Context, f faults.Fault) error {
 	c.n.mu.Lock()
 	r := c.n.remote
 	if r == nil {
 		defer c.n.mu.Unlock()
 		switch f.Kind {
-		case scenario.KindStep:
+		case faults.KindStep:
 			c.n.offset += f.By
 			return nil
-		case scenario.KindRevert:
+		case faults.KindRevert:
 			c.n.offset = 0
 			return nil
 		}

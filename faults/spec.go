@@ -1,0 +1,434 @@
+package faults
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind names a fault. Specs is the one vocabulary of faults: the scenario
+// parser, the admin API, the harness's targets and the metrics' kind label
+// all take their kinds, parameters and bounds from it. Adding a fault is
+// one Specs entry and its implementation (a Clock method and a case in
+// Fault.ApplyTo for a clock fault; the harness's lifecycle for the others).
+type Kind string
+
+// Fault kinds.
+const (
+	// Clock faults: a Clock applies them (Fault.ApplyTo).
+	KindStep    Kind = "step"
+	KindFreeze  Kind = "freeze"
+	KindRelease Kind = "release"
+	KindLeap    Kind = "leap"
+	KindSmear   Kind = "smear"
+	KindSlew    Kind = "slew"
+	KindDrift   Kind = "drift"
+	KindPause   Kind = "pause"
+	KindJitter  Kind = "jitter"
+	KindRevert  Kind = "revert"
+	// Lifecycle faults: the harness applies them to nodes and the lease
+	// store.
+	KindRestart     Kind = "restart"
+	KindClone       Kind = "clone"
+	KindHandoff     Kind = "handoff"
+	KindStoreOutage Kind = "store_outage"
+)
+
+// Scope is what a fault acts on.
+type Scope uint8
+
+// Scopes.
+const (
+	// ScopeClock: a node's clock; the harness must control it.
+	ScopeClock Scope = iota + 1
+	// ScopeNode: a node's process or its worker ID (restart, clone,
+	// handoff).
+	ScopeNode
+	// ScopeStore: the lease store (an outage or a partition).
+	ScopeStore
+)
+
+// Where says which interface takes a fault kind or parameter.
+type Where uint8
+
+// Interfaces.
+const (
+	// InScenario: scenario files (harness/scenario).
+	InScenario Where = 1 << iota
+	// InAdmin: the node's admin API (POST /admin/v1/faults).
+	InAdmin
+	// Both interfaces.
+	InBoth = InScenario | InAdmin
+)
+
+// ParamType is a parameter's type.
+type ParamType string
+
+// Parameter types.
+const (
+	// ParamDuration is a duration: a Go duration string ("-150ms"), or
+	// integer nanoseconds in JSON.
+	ParamDuration ParamType = "duration"
+	// ParamPPM is a rate in parts per million.
+	ParamPPM ParamType = "ppm"
+	// ParamTime is an RFC 3339 instant.
+	ParamTime ParamType = "time"
+	// ParamSeed is an integer in [0, 2^64-1].
+	ParamSeed ParamType = "seed"
+	// ParamBool is on/off (true/false).
+	ParamBool ParamType = "bool"
+	// ParamChoice is one of Param.Choices.
+	ParamChoice ParamType = "choice"
+)
+
+// Bounds of fault parameters: they keep a fault within what a test means
+// and a node can recover from. The fault clock accepts any value (it
+// saturates).
+const (
+	// MaxOffset bounds every wall-clock shift a fault asks for and the
+	// clock's offset a step, smear or slew may leave it at: a year.
+	MaxOffset = 366 * 24 * time.Hour
+	// MaxSpan bounds how long a fault lasts: a year.
+	MaxSpan = 366 * 24 * time.Hour
+	// MaxJitter bounds a jitter's max: an hour.
+	MaxJitter = time.Hour
+	// MaxPPM bounds a slew's or drift's rate: 1e6 ppm (the wall runs at
+	// twice, or stops at zero times, the base rate).
+	MaxPPM = 1e6
+	// MaxListed bounds how many leaps and smears may be in force at once
+	// on a node's clock (each is listed in Clock.Active until a revert).
+	MaxListed = 256
+)
+
+// Param describes one parameter of a fault kind.
+type Param struct {
+	// Name is the key, in scenario files and admin bodies alike.
+	Name string
+	// Type is its type.
+	Type ParamType
+	// Required: the kind needs it.
+	Required bool
+	// NonZero: zero is refused (a step by 0 does nothing).
+	NonZero bool
+	// Where says which interfaces take it.
+	Where Where
+	// Min and Max bound a ParamDuration, inclusive; for a ParamTime, Max
+	// bounds its distance from the clock's now (either side).
+	Min, Max time.Duration
+	// MinPPM and MaxPPM bound a ParamPPM, inclusive.
+	MinPPM, MaxPPM float64
+	// Choices are a ParamChoice's values.
+	Choices []string
+	// Meaning says what the value does and what a special value means.
+	Meaning string
+}
+
+// Bounds describes the parameter's accepted range in words.
+func (p Param) Bounds() string {
+	nz := ""
+	if p.NonZero {
+		nz = ", not 0"
+	}
+	switch p.Type {
+	case ParamDuration:
+		return "[" + p.Min.String() + ", " + p.Max.String() + "]" + nz
+	case ParamPPM:
+		return "[" + fmtFloat(p.MinPPM) + ", " + fmtFloat(p.MaxPPM) + "]" + nz
+	case ParamTime:
+		return "within " + p.Max.String() + " of the clock's now"
+	case ParamBool:
+		return "on or off"
+	case ParamChoice:
+		return "one of " + strings.Join(p.Choices, ", ")
+	}
+	return "any"
+}
+
+// CheckDuration reports a duration outside the parameter's bounds; the
+// error names the parameter, the value and the bound.
+func (p Param) CheckDuration(d time.Duration) error {
+	if d < p.Min || d > p.Max || (p.NonZero && d == 0) {
+		return fmt.Errorf("%q %v is out of range %s", p.Name, d, p.Bounds())
+	}
+	return nil
+}
+
+// CheckChoice reports a value that is not one of the parameter's
+// choices.
+func (p Param) CheckChoice(v string) error {
+	if !slices.Contains(p.Choices, v) {
+		return fmt.Errorf("%q %q is not %s", p.Name, v, p.Bounds())
+	}
+	return nil
+}
+
+// CheckPPM reports a rate outside the parameter's bounds.
+func (p Param) CheckPPM(v float64) error {
+	if math.IsNaN(v) || v < p.MinPPM || v > p.MaxPPM || (p.NonZero && v == 0) {
+		return fmt.Errorf("%q %v is out of range %s", p.Name, v, p.Bounds())
+	}
+	return nil
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// Spec describes one fault kind.
+type Spec struct {
+	// Kind is the kind's name.
+	Kind Kind
+	// Scope is what it acts on.
+	Scope Scope
+	// Where says which interfaces take it.
+	Where Where
+	// Effect says what the fault does.
+	Effect string
+	// Params are the parameters it takes; no other is allowed.
+	Params []Param
+	// OneOf, when set, names parameters of which exactly one is given.
+	OneOf []string
+	// Forward: the fault can move the wall clock ahead, so with a
+	// checkpoint it moves the persisted mark ahead too.
+	Forward bool
+	// Example is an admin request body that takes this kind ("" when the
+	// admin API does not).
+	Example string
+}
+
+// In reports whether interface w takes the kind.
+func (s Spec) In(w Where) bool { return s.Where&w != 0 }
+
+// Param returns the parameter called name that interface w takes.
+func (s Spec) Param(name string, w Where) (Param, bool) {
+	for _, p := range s.Params {
+		if p.Name == name && p.Where&w != 0 {
+			return p, true
+		}
+	}
+	return Param{}, false
+}
+
+// ParamsIn returns the parameters interface w takes, in table order.
+func (s Spec) ParamsIn(w Where) []Param {
+	var out []Param
+	for _, p := range s.Params {
+		if p.Where&w != 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// shift is a wall-clock shift parameter ("by").
+func shift(meaning string) Param {
+	return Param{Name: "by", Type: ParamDuration, Required: true, NonZero: true, Where: InBoth, Min: -MaxOffset, Max: MaxOffset, Meaning: meaning}
+}
+
+// specs is the vocabulary, in the order documents list it.
+var specs = []Spec{
+	{Kind: KindStep, Scope: ScopeClock, Where: InBoth, Forward: true,
+		Effect:  "the wall clock moves by `by` at once, as an NTP step",
+		Params:  []Param{shift("how far; negative: back")},
+		Example: `{"kind":"step","by":"-150ms"}`},
+	{Kind: KindFreeze, Scope: ScopeClock, Where: InBoth,
+		Effect:  "the wall clock stands still (the monotonic clock runs on)",
+		Params:  []Param{{Name: "for", Type: ParamDuration, Where: InBoth, Max: MaxSpan, Meaning: "how long; 0 or absent: until released (admin) or reverted"}},
+		Example: `{"kind":"freeze","for":"2s"}`},
+	{Kind: KindRelease, Scope: ScopeClock, Where: InAdmin,
+		Effect: "ends a freeze or pause in progress, now", Example: `{"kind":"release"}`},
+	{Kind: KindLeap, Scope: ScopeClock, Where: InBoth,
+		Effect: "a leap second is inserted: when the wall reaches the instant it steps back 1s (in a scenario, the instant is the fault's `at`)",
+		Params: []Param{
+			{Name: "at", Type: ParamTime, Where: InAdmin, Max: MaxOffset, Meaning: "the instant (RFC 3339, normally a UTC midnight); in the past: at once"},
+			{Name: "in", Type: ParamDuration, Where: InAdmin, Max: MaxOffset, Meaning: "the instant as a delay from the clock's now"},
+		},
+		OneOf: []string{"at", "in"}, Example: `{"kind":"leap","in":"30s"}`},
+	{Kind: KindSmear, Scope: ScopeClock, Where: InBoth, Forward: true,
+		Effect: "the wall clock moves by `by` linearly over `window`, as a leap smear",
+		Params: []Param{
+			shift("how far in all; negative: back (never faster than the clock runs)"),
+			{Name: "window", Type: ParamDuration, Required: true, Where: InBoth, Min: 1, Max: MaxSpan, Meaning: "over how long"},
+		},
+		Example: `{"kind":"smear","by":"-1s","window":"24h"}`},
+	{Kind: KindSlew, Scope: ScopeClock, Where: InBoth, Forward: true,
+		Effect: "the wall clock moves by `by` at a bounded rate, as adjtime",
+		Params: []Param{
+			shift("how far in all; negative: back"),
+			{Name: "ppm", Type: ParamPPM, Where: InBoth, MinPPM: 0, MaxPPM: MaxPPM, Meaning: "the rate; 0 or absent: 500 (the kernel's adjtime limit)"},
+		},
+		Example: `{"kind":"slew","by":"-200ms","ppm":500}`},
+	{Kind: KindDrift, Scope: ScopeClock, Where: InBoth, Forward: true,
+		Effect:  "the wall clock runs fast (or slow) by a constant rate, without end",
+		Params:  []Param{{Name: "ppm", Type: ParamPPM, Required: true, NonZero: true, Where: InBoth, MinPPM: -MaxPPM, MaxPPM: MaxPPM, Meaning: "the rate error; negative: slow"}},
+		Example: `{"kind":"drift","ppm":-50}`},
+	{Kind: KindPause, Scope: ScopeClock, Where: InBoth,
+		Effect:  "a VM pause: wall and monotonic clocks stand still, then the wall jumps to the base time",
+		Params:  []Param{{Name: "for", Type: ParamDuration, Required: true, Where: InBoth, Min: 1, Max: MaxSpan, Meaning: "how long"}},
+		Example: `{"kind":"pause","for":"3s"}`},
+	{Kind: KindJitter, Scope: ScopeClock, Where: InAdmin, Forward: true,
+		Effect: "every wall reading gets independent noise in [0, max]",
+		Params: []Param{
+			{Name: "max", Type: ParamDuration, Required: true, Where: InAdmin, Min: 0, Max: MaxJitter, Meaning: "the noise bound; 0 removes the jitter"},
+			{Name: "seed", Type: ParamSeed, Where: InAdmin, Meaning: "the noise's random seed (absent: 0)"},
+		},
+		Example: `{"kind":"jitter","max":"2ms","seed":42}`},
+	{Kind: KindRevert, Scope: ScopeClock, Where: InScenario,
+		Effect: "every clock fault is removed (the admin API: DELETE /admin/v1/faults)"},
+	{Kind: KindRestart, Scope: ScopeNode, Where: InScenario,
+		Effect: "the node loses its memory (a crash, or kill -9) and comes back on the same host",
+		Params: []Param{
+			{Name: "for", Type: ParamDuration, Where: InScenario, Max: MaxSpan, Meaning: "how long it stays down; 0 or absent: back at once"},
+			{Name: "keep_checkpoint", Type: ParamBool, Where: InScenario, Meaning: "the host's disk keeps the mark (absent: on)"},
+			{Name: "offset_while_down", Type: ParamDuration, Where: InScenario, Min: -MaxOffset, Max: MaxOffset, Meaning: "the host's clock is stepped by this much while the node is down"},
+		}},
+	{Kind: KindClone, Scope: ScopeNode, Where: InScenario,
+		Effect: "a second node with the same configuration (worker ID) starts on another host",
+		Params: []Param{
+			{Name: "for", Type: ParamDuration, Where: InScenario, Max: MaxSpan, Meaning: "how long the clone runs; 0 or absent: to the end"},
+			{Name: "same_holder", Type: ParamBool, Where: InScenario, Meaning: "the clone has the original's lease holder identity (a copied pod name)"},
+		}},
+	{Kind: KindHandoff, Scope: ScopeNode, Where: InScenario,
+		Effect: "the node's worker ID moves to a new host whose clock is behind",
+		Params: []Param{
+			{Name: "behind", Type: ParamDuration, Where: InScenario, Max: MaxOffset, Meaning: "how far the new host's clock is behind"},
+			{Name: "gap", Type: ParamDuration, Where: InScenario, Max: MaxSpan, Meaning: "how long no host runs the node"},
+			{Name: "crash", Type: ParamBool, Where: InScenario, Meaning: "the old host is killed (no final mark, the lease left to expire) instead of stopping gracefully"},
+		}},
+	{Kind: KindStoreOutage, Scope: ScopeStore, Where: InScenario,
+		Effect: "the lease store is unreachable: for every node, or (with nodes) for those nodes' hosts only, a partition",
+		Params: []Param{
+			{Name: "for", Type: ParamDuration, Required: true, Where: InScenario, Min: 1, Max: MaxSpan, Meaning: "how long"},
+			{Name: "direction", Type: ParamChoice, Where: InScenario, Choices: []string{"both", "outbound", "inbound"},
+				Meaning: "a partition's direction, seen from its nodes: both (default), outbound (what they send the store is lost) or inbound (what the store sends them is lost: their requests take effect, the answers never arrive)"},
+		}},
+}
+
+// Specs returns the fault vocabulary, in document order. The slices are
+// copies.
+func Specs() []Spec {
+	out := slices.Clone(specs)
+	for i := range out {
+		out[i].Params = slices.Clone(out[i].Params)
+		out[i].OneOf = slices.Clone(out[i].OneOf)
+		for j := range out[i].Params {
+			out[i].Params[j].Choices = slices.Clone(out[i].Params[j].Choices)
+		}
+	}
+	return out
+}
+
+// Lookup returns the spec of kind k.
+func Lookup(k Kind) (Spec, bool) {
+	for _, s := range specs {
+		if s.Kind == k {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+// Kinds returns the kinds interface w takes, in document order.
+func Kinds(w Where) []Kind {
+	var out []Kind
+	for _, s := range specs {
+		if s.In(w) {
+			out = append(out, s.Kind)
+		}
+	}
+	return out
+}
+
+// KindNames joins the kinds interface w takes: "step, freeze, ... or x".
+func KindNames(w Where) string {
+	var names []string
+	for _, k := range Kinds(w) {
+		names = append(names, string(k))
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// Clock reports whether the kind acts on a node's clock.
+func (k Kind) Clock() bool {
+	s, ok := Lookup(k)
+	return ok && s.Scope == ScopeClock
+}
+
+// Fault is one clock fault with its parameters: what a scenario's clock
+// fault and an admin request resolve to, and what ApplyTo injects.
+type Fault struct {
+	// Kind is a clock fault's kind.
+	Kind Kind
+	// By is a step's, smear's or slew's change.
+	By time.Duration
+	// For is a freeze's or pause's length (zero: until released).
+	For time.Duration
+	// Window is a smear's window.
+	Window time.Duration
+	// PPM is a slew's or drift's rate.
+	PPM float64
+	// At is a leap second's wall instant.
+	At time.Time
+	// Max and Seed are a jitter's bound and seed.
+	Max  time.Duration
+	Seed uint64
+}
+
+// ApplyTo injects f into c: the one mapping from a fault to the fault
+// clock, shared by every target that runs on a Clock and by the harness's
+// shadow clocks. A kind that is not a clock fault is an error.
+func (f Fault) ApplyTo(c *Clock) error {
+	switch f.Kind {
+	case KindStep:
+		c.Step(f.By)
+	case KindFreeze:
+		c.Freeze(f.For)
+	case KindRelease:
+		c.Release()
+	case KindLeap:
+		c.Leap(f.At)
+	case KindSmear:
+		c.Smear(f.By, f.Window)
+	case KindSlew:
+		c.Slew(f.By, f.PPM)
+	case KindDrift:
+		c.Drift(f.PPM)
+	case KindPause:
+		c.Pause(f.For)
+	case KindJitter:
+		var rng *rand.Rand
+		if f.Max > 0 {
+			rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
+		}
+		c.Jitter(f.Max, rng)
+	case KindRevert:
+		c.Revert()
+	default:
+		return fmt.Errorf("faults: %q is not a clock fault", f.Kind)
+	}
+	return nil
+}
+
+// PauseEnd says how f changes a host's pause: for a pause it returns the
+// monotonic reading (ns) at which the pause ends, given the host's base
+// reading now (math.MaxInt64 for a pause until released); for a revert or
+// release it returns 0 (no pause). ok is false for every other kind, which
+// leaves the pause as it is. Targets that stop work on a paused host (as a
+// paused VM runs no goroutine) keep this value.
+func (f Fault) PauseEnd(mono int64) (until int64, ok bool) {
+	switch f.Kind {
+	case KindPause:
+		if f.For > 0 {
+			return mono + int64(f.For), true
+		}
+		return math.MaxInt64, true
+	case KindRevert, KindRelease:
+		return 0, true
+	}
+	return 0, false
+}

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/internal/testenv"
+)
+
+// serveLimited serves a node with MaxConns max on a loopback listener and
+// returns the server and its address.
+func serveLimited(t *testing.T, max int) (*Server, string) {
+	t.Helper()
+	gen, err := generator.New(generator.Settings{Node: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Generator: gen, MaxConns: max, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		gen.Close()
+	})
+	testenv.WaitFor(t, 10*time.Second, func() bool { return srv.lim.Load() != nil }, "Serve did not start")
+	return srv, ln.Addr().String()
+}
+
+// rawGet sends GET path on c and reads the response.
+func rawGet(t *testing.T, c net.Conn, br *bufio.Reader, path string) (int, string) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(b)
+}
+
+// dial opens a connection to addr, closed at the end of the test.
+func dial(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
+
+// TestConnLimitEvictsIdle fills the limit with idle keep-alive connections:
+// a new one still gets its answer, and the longest-idle one is closed.
+func TestConnLimitEvictsIdle(t *testing.T) {
+	srv, addr := serveLimited(t, 3)
+	lim := srv.lim.Load()
+	var conns []net.Conn
+	for range 3 {
+		c, br := dial(t, addr)
+		if code, body := rawGet(t, c, br, "/healthz"); code != 200 {
+			t.Fatal(code, body)
+		}
+		conns = append(conns, c)
+	}
+	testenv.WaitFor(t, 10*time.Second, func() bool { open, idle := lim.stats(); return open == 3 && idle == 3 }, "3 idle connections")
+	c, br := dial(t, addr)
+	if code, body := rawGet(t, c, br, "/healthz"); code != 200 {
+		t.Fatalf("/healthz at the limit with idle connections: %d %s", code, body)
+	}
+	conns[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := conns[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the longest-idle connection: read %d, %v; want EOF (closed)", n, err)
+	}
+	if open, _ := lim.stats(); open != 3 {
+		t.Fatalf("%d connections open, want 3", open)
+	}
+}
+
+// TestConnLimitRefusesWhenBusy fills the limit with connections that are
+// not idle: a new one is answered 503 at once, naming the limit, and is
+// served again once a slot frees.
+func TestConnLimitRefusesWhenBusy(t *testing.T) {
+	srv, addr := serveLimited(t, 2)
+	lim := srv.lim.Load()
+	busy, _ := dial(t, addr)
+	dial(t, addr)
+	testenv.WaitFor(t, 10*time.Second, func() bool { open, _ := lim.stats(); return open == 2 }, "2 open connections")
+	c, br := dial(t, addr)
+	code, body := rawGet(t, c, br, "/healthz")
+	if code != 503 || !strings.Contains(body, "connection limit 2 reached") {
+		t.Fatalf("at the limit, all busy: %d %s; want 503 naming the limit", code, body)
+	}
+	busy.Close()
+	testenv.WaitFor(t, 10*time.Second, func() bool { open, _ := lim.stats(); return open == 1 }, "a freed slot")
+	c, br = dial(t, addr)
+	if code, body := rawGet(t, c, br, "/healthz"); code != 200 {
+		t.Fatalf("after a slot freed: %d %s", code, body)
+	}
+}
+
+func TestDefaultMaxConns(t *testing.T) {
+	for nofile, want := range map[uint64]int{0: 1, 64: 1, 65: 1, 128: 64, 1024: 960, 1 << 40: MaxConnsLimit} {
+		if got := DefaultMaxConns(nofile); got != want {
+			t.Errorf("DefaultMaxConns(%d) = %d, want %d", nofile, got, want)
+		}
+	}
+}
