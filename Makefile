@@ -64,6 +64,7 @@ include dashboards.mk
 include bench.mk
 include mutants.mk
 include exec.mk
+include kube.mk
 include multihost.mk
 
 clean:

@@ -2,9 +2,9 @@
 # real Node.js and Go generators, unmodified, under clock faults.
 .PHONY: exec-deps exec-table
 
-## exec-deps: install the pinned Node.js generators (targets/js/package-lock.json)
+## exec-deps: install the pinned Node.js generators (bench/js/package-lock.json)
 exec-deps:
-	cd targets/js && npm ci --no-audit --no-fund --ignore-scripts
+	cd bench/js && npm ci --no-audit --no-fund --ignore-scripts
 
 ## exec-table: the library x fault table of scenarios/exec (docs/exec-target.md)
 exec-table: exec-deps

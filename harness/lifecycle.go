@@ -131,7 +131,8 @@ type probe struct {
 }
 
 // changed publishes every slot's state and the live set, after an event
-// that may have changed them.
+// that may have changed them. A stop and a start also publish at once (so
+// a request never goes to a restarted process as the old incarnation's).
 func (l *lifecycle) changed() {
 	for _, sl := range l.slots {
 		sl.publish()
@@ -270,12 +271,16 @@ func (l *lifecycle) afterStart(sl *slot, err error) {
 	sl.pending = err != nil
 	sl.worker = worker
 	l.register(sl)
+	sl.publish() // requests from now on go to this incarnation
 }
 
 // stopSlot stops the slot's node.
 func (l *lifecycle) stopSlot(sl *slot, o target.StopOptions, reason string) error {
 	sl.up, sl.downReason = false, reason
 	sl.gen++
+	// Requests from now on find the node down; only those already sent
+	// may still reach the old process (as they would a real one).
+	sl.publish()
 	if sl.nm != nil {
 		sl.nm.Detach()
 	}

@@ -2,7 +2,7 @@
 // and prints it as Markdown: one row per generator, one column per fault,
 // each cell survived / N duplicates / refused / n/a with the reason.
 //
-//	go run ./cmd/exectable [-libraries targets/js/libraries.json] [DIR|FILE ...]
+//	go run ./cmd/exectable [-libraries bench/js/libraries.json] [DIR|FILE ...]
 //
 // Whatever a library does wrong is shown as found; the exit status judges
 // only the harness and its controls: 2 when a fault could not be confirmed
@@ -30,7 +30,7 @@ import (
 	"github.com/snowchaos/snowchaos/harness/target/exec"
 )
 
-// library is one row's description (targets/js/libraries.json).
+// library is one row's description (bench/js/libraries.json).
 type library struct {
 	Target  string `json:"target"`
 	Package string `json:"package"`
@@ -52,7 +52,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("exectable", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	libsPath := fl.String("libraries", "targets/js/libraries.json", "the rows' descriptions")
+	libsPath := fl.String("libraries", "bench/js/libraries.json", "the rows' descriptions")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}

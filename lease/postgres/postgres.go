@@ -327,3 +327,23 @@ func (r *Registry) Now(ctx context.Context) (time.Time, error) {
 	}
 	return t, nil
 }
+
+// DropSchema drops a lease schema and everything in it (a run's own
+// schema, as the harness's process target makes one per run), within 10 s.
+// It refuses the public schema.
+func DropSchema(ctx context.Context, dsn, schema string) error {
+	if schema == "" || schema == "public" {
+		return fmt.Errorf("%w: refusing to drop schema %q", lease.ErrInvalidConfig, schema)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("dropping lease schema %s: %w", schema, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+		return fmt.Errorf("dropping lease schema %s: %w", schema, err)
+	}
+	return nil
+}

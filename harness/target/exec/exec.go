@@ -11,9 +11,9 @@
 // Clock faults reach the process from outside: through libfaketime (any
 // program whose clock reads go through the C library) or, for Go programs,
 // by rebuilding them from source with the runtime clock overlay
-// (faults/goclock). A clock probe in the same environment measures the
+// (harness/extclock/goclock). A clock probe in the same environment measures the
 // host clock the process reads, so every fault is confirmed or the
-// verdict is unknown. A VM pause cannot be applied (see faults/extclock).
+// verdict is unknown. A VM pause cannot be applied (see harness/extclock).
 //
 // Importing the package registers the target "exec" with harness/target.
 package exec
@@ -29,9 +29,9 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/faults"
-	"github.com/snowchaos/snowchaos/faults/extclock"
-	"github.com/snowchaos/snowchaos/faults/faketime"
-	"github.com/snowchaos/snowchaos/faults/goclock"
+	"github.com/snowchaos/snowchaos/harness/extclock"
+	"github.com/snowchaos/snowchaos/harness/extclock/faketime"
+	"github.com/snowchaos/snowchaos/harness/extclock/goclock"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 )

@@ -83,9 +83,9 @@ func TestStdioHungAndRefused(t *testing.T) {
 func TestNodeUnderFaults(t *testing.T) {
 	testenv.LookPath(t, "node")
 	testenv.LookPath(t, "perl")
-	js, _ := filepath.Abs("../../../targets/js")
+	js, _ := filepath.Abs("../../../bench/js")
 	if _, err := os.Stat(filepath.Join(js, "node_modules")); err != nil {
-		testenv.Missing(t, "targets/js/node_modules missing: run npm ci in targets/js")
+		testenv.Missing(t, "bench/js/node_modules missing: run npm ci in bench/js")
 	}
 	x := block("node", "stdio.js", "mvp")
 	x.Dir, x.Ready, x.Env = js, "ready", []scenario.EnvVar{{Name: "WORKER_ID", Value: "{worker}"}}

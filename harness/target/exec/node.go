@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/faults"
-	"github.com/snowchaos/snowchaos/faults/extclock"
-	"github.com/snowchaos/snowchaos/faults/faketime"
-	"github.com/snowchaos/snowchaos/faults/goclock"
+	"github.com/snowchaos/snowchaos/harness/extclock"
+	"github.com/snowchaos/snowchaos/harness/extclock/faketime"
+	"github.com/snowchaos/snowchaos/harness/extclock/goclock"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"

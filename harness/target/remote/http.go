@@ -40,6 +40,10 @@ const (
 const (
 	// EnvNodes lists the http target's nodes: "a=http://127.0.0.1:8081,b=...".
 	EnvNodes = "SNOWCHAOS_HTTP_NODES"
+	// EnvAllowRemote, set to 1 or true, lets the http target reach nodes
+	// on non-loopback addresses (a compose network, a Kubernetes Service):
+	// the harness then sends load and admin requests over that network.
+	EnvAllowRemote = "SNOWCHAOS_HTTP_ALLOW_REMOTE"
 	// EnvToken is the admin token of the http target's nodes.
 	EnvToken = "SNOWCHAOS_ADMIN_TOKEN"
 	// EnvBinary is the snowchaos binary the process target runs.
@@ -79,7 +83,8 @@ type HTTP struct {
 	Nodes map[string]string
 	// Token is the nodes' admin token; empty: $SNOWCHAOS_ADMIN_TOKEN.
 	Token string
-	// AllowRemote permits non-loopback URLs.
+	// AllowRemote permits non-loopback URLs; false: only when
+	// $SNOWCHAOS_HTTP_ALLOW_REMOTE is 1 or true.
 	AllowRemote bool
 }
 
@@ -96,6 +101,15 @@ func (t *HTTP) Info() target.Info {
 		Doc:  "snowchaos serve nodes already running at the URLs in $" + EnvNodes + " (name=url,...), faults through their admin API",
 		Caps: target.Capabilities{Faults: clockKinds, OffsetTolerance: offsetTolerance},
 	}
+}
+
+// envTrue reports whether an environment value switches an option on.
+func envTrue(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }
 
 // ParseNodes parses "a=http://127.0.0.1:8081,b=http://127.0.0.1:8082".
@@ -129,8 +143,11 @@ func (t *HTTP) Start(ctx context.Context, spec target.NodeSpec, _ target.Env) (t
 	if !ok {
 		return nil, fmt.Errorf("%w: no URL for node %q (set %s=%s=http://host:port,...)", target.ErrUnsupported, spec.Name, EnvNodes, spec.Name)
 	}
-	if err := loadgen.CheckLoopback(u); err != nil && !(t.AllowRemote && errors.Is(err, loadgen.ErrRemote)) {
-		return nil, err
+	if err := loadgen.CheckLoopback(u); err != nil {
+		remote := t.AllowRemote || envTrue(os.Getenv(EnvAllowRemote))
+		if !remote || !errors.Is(err, loadgen.ErrRemote) {
+			return nil, fmt.Errorf("%w (to reach nodes on a network, set %s=1)", err, EnvAllowRemote)
+		}
 	}
 	token := t.Token
 	if token == "" {

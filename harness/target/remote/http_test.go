@@ -1,9 +1,11 @@
 package remote
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -283,4 +285,67 @@ func TestHTTPScenarios(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHTTPRemoteOptIn: a node on a non-loopback address (this machine's
+// own, so nothing leaves it) is refused, naming the variable that allows
+// it, until SNOWCHAOS_HTTP_ALLOW_REMOTE is set; then the target reaches it.
+func TestHTTPRemoteOptIn(t *testing.T) {
+	ip := localNonLoopback(t)
+	cmd := exec.Command(bin, "serve", "--listen", ip+":0", "--worker", "9")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var addr string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+			addr = a
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatal("serve printed no address")
+	}
+	url := "http://" + addr
+	s := spec("a", 9)
+	s.Checkpoint = false
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = (&HTTP{Nodes: map[string]string{"a": url}}).Start(ctx, s, target.Env{})
+	if err == nil || !strings.Contains(err.Error(), EnvAllowRemote) {
+		t.Fatalf("non-loopback node without the opt-in: err = %v, want one naming %s", err, EnvAllowRemote)
+	}
+	t.Setenv(EnvAllowRemote, "1")
+	n, err := (&HTTP{Nodes: map[string]string{"a": url}}).Start(ctx, s, target.Env{})
+	if err != nil {
+		t.Fatalf("with %s=1: %v", EnvAllowRemote, err)
+	}
+	defer n.Close()
+	ids := make([]generator.ID, 3)
+	if k, err := n.Issue(ctx, ids); err != nil || k != 3 {
+		t.Fatalf("Issue over the network: %d IDs, %v", k, err)
+	}
+}
+
+// localNonLoopback returns one of this machine's own non-loopback IPv4
+// addresses, skipping the test when it has none.
+func localNonLoopback(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	t.Skip("this machine has no non-loopback IPv4 address to listen on")
+	return ""
 }

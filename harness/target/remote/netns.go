@@ -231,9 +231,10 @@ func (t *Netns) lookup(run string) (*nsRun, error) {
 	return r, nil
 }
 
-// EndRun implements target.RunEnder: the process target's cleanup (the
-// lease schema, dropped over the network), then the network itself: the
-// store stops and every namespace goes, which Close checks.
+// EndRun implements target.RunEnder: the network goes, and with it the
+// run's store and what the nodes left in it (so the process target's own
+// cleanup of a shared store is not needed): the store stops and every
+// namespace is removed, which Close checks.
 func (t *Netns) EndRun(ctx context.Context, run string) error {
 	t.runsMu.Lock()
 	r := t.runs[run]
@@ -242,12 +243,11 @@ func (t *Netns) EndRun(ctx context.Context, run string) error {
 	if r == nil {
 		return nil
 	}
-	err := r.proc.EndRun(ctx, run)
 	r.judge.close() // judged already, or never to be
 	for _, c := range r.clients {
 		c.CloseIdleConnections()
 	}
-	return errors.Join(err, r.net.Close())
+	return r.net.Close()
 }
 
 // probeTimeout is how long a connection to a cut-off store is given

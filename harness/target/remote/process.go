@@ -20,13 +20,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/lease"
+	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
 	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
 	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 	"github.com/snowchaos/snowchaos/server"
@@ -77,9 +76,9 @@ type Process struct {
 	// network namespace per host); nil: on this machine's own network
 	// stack, listening on loopback.
 	Place func(ctx context.Context, host string) (Placement, error)
-	// Dial, when set, opens the connections the target makes itself (the
-	// nodes' info and admin calls, the lease store's cleanup); nil: the
-	// harness's own network stack.
+	// Dial, when set, opens the connections the target makes to its nodes
+	// itself (their info and admin calls); nil: the harness's own network
+	// stack.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	runsMu sync.Mutex
@@ -227,7 +226,7 @@ func (t *Process) EndRun(ctx context.Context, run string) error {
 	}
 	var errs []error
 	for u := range r.pg {
-		errs = append(errs, dropSchema(ctx, u, r.schema, t.Dial))
+		errs = append(errs, leasepg.DropSchema(ctx, u, r.schema))
 	}
 	for u := range r.zk {
 		errs = append(errs, purgeRoot(ctx, u))
@@ -247,29 +246,6 @@ func purgeRoot(ctx context.Context, u string) error {
 	defer reg.Close()
 	if err := reg.Purge(ctx); err != nil {
 		return fmt.Errorf("deleting lease root %s: %w", u, err)
-	}
-	return nil
-}
-
-// dropSchema drops schema, and the lease table in it, from the database
-// at url.
-func dropSchema(ctx context.Context, url, schema string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return fmt.Errorf("dropping lease schema %s: %w", schema, err)
-	}
-	if dial != nil {
-		cfg.DialFunc = dial
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("dropping lease schema %s: %w", schema, err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-		return fmt.Errorf("dropping lease schema %s: %w", schema, err)
 	}
 	return nil
 }

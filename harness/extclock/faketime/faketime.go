@@ -35,7 +35,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/snowchaos/snowchaos/faults/extclock"
+	"github.com/snowchaos/snowchaos/harness/extclock"
 )
 
 // Library paths searched by Find, Debian's first.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowchaos/snowchaos/faults/extclock"
-	"github.com/snowchaos/snowchaos/faults/faketime"
+	"github.com/snowchaos/snowchaos/harness/extclock"
+	"github.com/snowchaos/snowchaos/harness/extclock/faketime"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/internal/testenv"
 )

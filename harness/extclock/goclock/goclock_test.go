@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowchaos/snowchaos/faults/extclock"
-	"github.com/snowchaos/snowchaos/faults/goclock"
+	"github.com/snowchaos/snowchaos/harness/extclock"
+	"github.com/snowchaos/snowchaos/harness/extclock/goclock"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/internal/testenv"
 )

@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/snowchaos/snowchaos/faults/extclock"
+	"github.com/snowchaos/snowchaos/harness/extclock"
 )
 
 // EnvPage names the clock page a built program reads.
