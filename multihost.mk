@@ -11,7 +11,7 @@ MULTIHOST_BIN := bin/multihost
 ## multihost-bins: snowchaos built with the negative controls (fence: off) and the etcd server helper
 multihost-bins:
 	$(GO) build -tags negativecontrols -o $(MULTIHOST_BIN)/snowchaos ./cmd/snowchaos
-	$(GO) build -o $(MULTIHOST_BIN)/netns-etcd ./harness/netns/etcdserver
+	$(GO) build -o $(MULTIHOST_BIN)/netns-etcd ./internal/testenv/etcdtest/etcdserver
 
 ## multihost: scenarios/multihost through the CLI (the matrix; each store fault says which kernel path it took)
 multihost: multihost-bins

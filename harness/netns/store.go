@@ -50,7 +50,7 @@ const (
 )
 
 // EnvEtcd names the etcd server binary StartEtcd runs when it is given
-// none: the Debian package's etcd or harness/netns/etcdserver (the same
+// none: the Debian package's etcd or internal/testenv/etcdtest/etcdserver (the same
 // flags).
 const EnvEtcd = "SNOWCHAOS_ETCD_BIN"
 
@@ -140,7 +140,7 @@ func StartEtcd(ctx context.Context, h *Host, bin string) (*Server, error) {
 	if bin == "" {
 		p, err := exec.LookPath("etcd")
 		if err != nil {
-			return nil, fmt.Errorf("netns: no etcd server binary (set $%s, e.g. to a build of ./harness/netns/etcdserver)", EnvEtcd)
+			return nil, fmt.Errorf("netns: no etcd server binary (set $%s, e.g. to a build of ./internal/testenv/etcdtest/etcdserver)", EnvEtcd)
 		}
 		bin = p
 	}

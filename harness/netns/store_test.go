@@ -68,7 +68,7 @@ func TestEtcdInNamespace(t *testing.T) {
 	bin := os.Getenv(EnvEtcd)
 	if bin == "" {
 		bin = t.TempDir() + "/netns-etcd"
-		if out, err := exec.Command("go", "build", "-o", bin, "./etcdserver").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/snowchaos/snowchaos/internal/testenv/etcdtest/etcdserver").CombinedOutput(); err != nil {
 			t.Fatalf("building etcdserver: %v: %s", err, out)
 		}
 	}

@@ -38,7 +38,7 @@ func netnsPrereqs(t *testing.T) (snowchaos, etcd string) {
 	snowchaos, etcd = filepath.Join(dir, "snowchaos"), filepath.Join(dir, "netns-etcd")
 	for _, b := range [][]string{
 		{"build", "-tags", "negativecontrols", "-o", snowchaos, "github.com/snowchaos/snowchaos/cmd/snowchaos"},
-		{"build", "-o", etcd, "github.com/snowchaos/snowchaos/harness/netns/etcdserver"},
+		{"build", "-o", etcd, "github.com/snowchaos/snowchaos/internal/testenv/etcdtest/etcdserver"},
 	} {
 		if out, err := exec.Command("go", b...).CombinedOutput(); err != nil {
 			t.Fatalf("go %s: %v\n%s", strings.Join(b, " "), err, out)

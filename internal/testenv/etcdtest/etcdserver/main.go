@@ -3,7 +3,7 @@
 // takes the etcd binary's flags, for machines without the etcd package:
 // the multi-host runs (harness/netns) start it in the store's namespace.
 //
-//	go build -o bin/netns-etcd ./harness/netns/etcdserver
+//	go build -o bin/netns-etcd ./internal/testenv/etcdtest/etcdserver
 //	SNOWCHAOS_ETCD_BIN=bin/netns-etcd ...
 //
 // It stops on SIGTERM or SIGINT. Data is written without fsync: it is for
