@@ -65,6 +65,7 @@ include bench.mk
 include mutants.mk
 include exec.mk
 include kube.mk
+include loadbench.mk
 include multihost.mk
 
 clean:

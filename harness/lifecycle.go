@@ -157,8 +157,8 @@ func (l *lifecycle) setup(res *Result, leaseClock generator.Clock) bool {
 	for _, sl := range r.slots {
 		l.addSeries(sl, 0)
 		if err := l.startSlot(sl); err != nil {
-			if errors.Is(err, lease.ErrAllTaken) {
-				continue // refused a worker ID: down, and counted
+			if refusedStart(err) {
+				continue // refused by the lease: down, and counted
 			}
 			if errors.Is(err, lease.ErrUnavailable) {
 				l.retryLater(sl)
@@ -258,9 +258,12 @@ func (l *lifecycle) afterStart(sl *slot, err error) {
 		}
 	} else {
 		sl.up, sl.downReason = false, err.Error()
-		if errors.Is(err, lease.ErrAllTaken) {
+		if refusedStart(err) {
 			l.lease.refused = append(l.lease.refused, refusedStartText(sl, l.d.now(), err))
 			sl.downReason = "refused a worker ID: " + err.Error()
+			if errors.Is(err, lease.ErrPeerClockSkew) {
+				sl.downReason = "refused by the peer clock check: " + err.Error()
+			}
 		}
 	}
 	if err == nil && sl.pending && worker != sl.worker {
@@ -720,6 +723,8 @@ func (l *lifecycle) bringUp(fi int, sl *slot) {
 		switch {
 		case errors.Is(err, lease.ErrAllTaken):
 			l.detail(fi, fmt.Sprintf("%s: restart refused a worker ID by the lease", sl.name))
+		case errors.Is(err, lease.ErrPeerClockSkew):
+			l.detail(fi, fmt.Sprintf("%s: restart refused by the peer clock check", sl.name))
 		case errors.Is(err, lease.ErrUnavailable):
 			l.detail(fi, fmt.Sprintf("%s: restarted, waiting for the lease store", sl.name))
 			l.retryLater(sl)
@@ -756,6 +761,10 @@ func (l *lifecycle) handoff(fi int, sl *slot) {
 		if errors.Is(err, lease.ErrUnavailable) {
 			l.detail(fi, fmt.Sprintf("%s: started on %s, waiting for the lease store", sl.name, sl.spec.Host))
 			l.retryLater(sl)
+			return
+		}
+		if errors.Is(err, lease.ErrPeerClockSkew) {
+			l.detail(fi, fmt.Sprintf("%s: start on %s refused by the peer clock check", sl.name, sl.spec.Host))
 			return
 		}
 		l.unconfirmed(fi, fmt.Sprintf("%s: start on %s failed: %v", sl.name, sl.spec.Host, err))
@@ -801,6 +810,8 @@ func (l *lifecycle) clone(fi int, src *slot) {
 		l.detail(fi, fmt.Sprintf("%s: clone of %s%s started with worker %d%s", name, src.name, same, sl.node.Worker(), note))
 	case errors.Is(err, lease.ErrAllTaken):
 		l.detail(fi, fmt.Sprintf("%s: clone of %s%s refused a worker ID by the lease", name, src.name, same))
+	case errors.Is(err, lease.ErrPeerClockSkew):
+		l.detail(fi, fmt.Sprintf("%s: clone of %s%s refused by the peer clock check", name, src.name, same))
 	case errors.Is(err, lease.ErrUnavailable):
 		l.detail(fi, fmt.Sprintf("%s: clone of %s%s started, waiting for the lease store", name, src.name, same))
 		l.retryLater(sl)

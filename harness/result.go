@@ -283,8 +283,9 @@ type Figures struct {
 	MaxLag     Duration `json:"max_lag_seconds"`
 	P99Lag     Duration `json:"p99_lag_seconds"`
 	LongestGap Duration `json:"longest_gap_seconds"`
-	// RefusedStarts counts node starts the lease refused a worker ID;
-	// Rebinds the generators rebuilt on a new lease after a loss.
+	// RefusedStarts counts node starts the lease refused (a worker ID, or
+	// the peer clock check); Rebinds the generators rebuilt on a new lease
+	// after a loss.
 	RefusedStarts int    `json:"refused_starts,omitempty"`
 	Rebinds       uint64 `json:"rebinds,omitempty"`
 }
@@ -296,7 +297,7 @@ type LeaseResult struct {
 	// incarnation (lease.Counters documents each).
 	lease.Counters
 	// Refused lists the starts the lease refused, with its error (which
-	// names the range and the holders).
+	// names the range and the holders, or the peers and the clock skew).
 	Refused []string `json:"refused,omitempty"`
 	// Rebound lists the rebinds: node, time and worker ID.
 	Rebound []string `json:"rebound,omitempty"`

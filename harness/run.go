@@ -450,6 +450,13 @@ func fillFigures(res *Result, vr verify.Result, startNs int64) {
 	})
 }
 
+// refusedStart reports whether err is a start the lease refused: every
+// worker ID of the range held, or the node's clock off its live peers'
+// (the peer clock check). The node stays down; the run counts it.
+func refusedStart(err error) bool {
+	return errors.Is(err, lease.ErrAllTaken) || errors.Is(err, lease.ErrPeerClockSkew)
+}
+
 // refusedStartText is how the lease log names a start the lease refused.
 func refusedStartText(sl *slot, at time.Duration, err error) string {
 	msg := strings.TrimPrefix(err.Error(), "node "+sl.name+": ")

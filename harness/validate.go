@@ -172,7 +172,8 @@ func validate(s *scenario.Scenario, mode scenario.Mode, allowNA bool) error {
 				add(n.Line, fmt.Sprintf("nodes[%d].lease_ttl", j), "target %s: %v", t.Name, err)
 			}
 		}
-		if !leases && (t.HandoffGuard != nil || t.PauseCheck != nil || t.Fence != nil || t.MarkWriteThrough != nil || t.LeaseTTL != 0) {
+		if !leases && (t.HandoffGuard != nil || t.PauseCheck != nil || t.Fence != nil || t.MarkWriteThrough != nil || t.LeaseTTL != 0 ||
+			t.PeerClockCheck != nil || t.PeerClockMaxSkew != 0) {
 			add(t.Line, key, "target %s sets a lease setting but none of its nodes leases a worker ID", t.Name)
 		}
 	}

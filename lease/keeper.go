@@ -84,6 +84,19 @@ type KeeperConfig struct {
 	// by up to TTL/3, and a new holder whose clock is behind repeats IDs.
 	// Only for negative controls.
 	DisableMarkWriteThrough bool
+	// PeerClockMaxSkew is how far this node's wall clock may be off the
+	// median of its live peers' clocks when the Keeper acquires its first
+	// lease (TryAcquire, Acquire, Start): the Keeper lists the store's
+	// leases, estimates each live peer's clock from the report its holder
+	// made with its last renewal (Lease.EstimatedClock), and, when the
+	// median skew exceeds the bound plus the measurement's uncertainty,
+	// releases the lease and fails with a *PeerClockSkewError
+	// (ErrPeerClockSkew) before the generator issues anything. Without
+	// live peers it starts (the Event says so). Zero:
+	// DefaultPeerClockMaxSkew; negative: no check (for negative controls);
+	// at most MaxPeerClockSkew. Leases the renewal loop acquires again
+	// after a loss, while the node runs, are not checked.
+	PeerClockMaxSkew time.Duration
 	// PauseThreshold is how far the wall clock may jump ahead of the
 	// monotonic clock (compared with the last renewal) before the Keeper
 	// suspects a VM pause and closes the fence until a fresh renewal
@@ -221,6 +234,11 @@ type Event struct {
 	// not bound to: close the generator, call Rebind, and build a new one
 	// with Node = Lease.WorkerID.
 	Rebind bool
+	// PeerCheck is the peer clock check made on this acquisition (the
+	// first one), nil when none was made. A refused start is reported by
+	// an event with State StateIdle, no Lease, Err the
+	// *PeerClockSkewError and PeerCheck.Refused set.
+	PeerCheck *PeerCheck
 }
 
 // KeeperStats are the Keeper's counters, for metrics. Reading them costs
@@ -388,6 +406,9 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 	if cfg.PauseThreshold == 0 {
 		cfg.PauseThreshold = margin / 2
 	}
+	if cfg.PeerClockMaxSkew == 0 {
+		cfg.PeerClockMaxSkew = DefaultPeerClockMaxSkew
+	}
 	req := Request{Holder: cfg.Holder, Range: cfg.Range, TTL: cfg.TTL, Prefer: cfg.Prefer}
 	if err := req.Validate(); err != nil {
 		return nil, requestConfigError{err}
@@ -401,6 +422,8 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 		return nil, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
 	case cfg.SkewBudget > MaxSkewBudget:
 		return nil, fmt.Errorf("%w: skew budget %v above %v", ErrInvalidConfig, cfg.SkewBudget, MaxSkewBudget)
+	case cfg.PeerClockMaxSkew > MaxPeerClockSkew:
+		return nil, fmt.Errorf("%w: peer clock max skew %v above %v", ErrInvalidConfig, cfg.PeerClockMaxSkew, MaxPeerClockSkew)
 	case cfg.TTL-margin <= cfg.TTL/3+cfg.CallTimeout:
 		return nil, fmt.Errorf("%w: ttl %v less margin %v leaves no room for a renewal every %v taking up to %v",
 			ErrInvalidConfig, cfg.TTL, margin, cfg.TTL/3, cfg.CallTimeout)
@@ -681,14 +704,49 @@ func (k *Keeper) TryAcquire(ctx context.Context) (Lease, error) {
 		return k.Rebind()
 	}
 	ev, err := k.acquireLocked(ctx)
+	if err == nil && k.cfg.PeerClockMaxSkew > 0 {
+		var pc PeerCheck
+		pc, err = k.checkPeersLocked(ctx, ev.Lease)
+		switch {
+		case err != nil:
+			k.abandonLocked(ctx)
+		case pc.Refused:
+			err = &PeerClockSkewError{Check: pc, Lease: ev.Lease}
+			k.abandonLocked(ctx)
+			ev = &Event{State: StateIdle, Err: err, PeerCheck: &pc}
+		default:
+			ev.PeerCheck = &pc
+		}
+	}
 	k.tick.Unlock()
 	if err != nil {
+		if ev != nil && ev.PeerCheck != nil {
+			k.emit(*ev)
+		}
 		return Lease{}, err
 	}
 	l, _ := k.Rebind()
 	ev.Rebind = false
 	k.emit(*ev)
 	return l, nil
+}
+
+// abandonLocked gives up the lease TryAcquire just acquired, before the
+// generator used it: the Keeper holds no lease again (StateIdle) and
+// releases it in the store (best effort: if that fails it expires).
+func (k *Keeper) abandonLocked(ctx context.Context) {
+	g := k.cur.Load()
+	if g == nil {
+		return
+	}
+	g.closeFence(ReasonNotAcquired, nil)
+	k.cur.Store(nil)
+	k.bound.CompareAndSwap(g, nil)
+	k.offset.Store(noOffset)
+	k.state.Store(int32(StateIdle))
+	cctx, cancel := context.WithTimeout(ctx, k.cfg.CallTimeout)
+	_ = k.cfg.Registry.Release(cctx, g.leaseNow(), 0)
+	cancel()
 }
 
 // Start acquires the first lease (as Acquire) and then keeps it in a
@@ -829,6 +887,7 @@ func (k *Keeper) renewLocked(ctx context.Context, g *grant) (time.Duration, *Eve
 	l := g.mu.lease
 	g.mu.Unlock()
 	wall, sent := k.clock.Now()
+	l.ReportedMs = clockMs(wall)
 	cctx, cancel := context.WithTimeout(ctx, k.cfg.CallTimeout)
 	nl, err := k.cfg.Registry.Renew(cctx, l, k.mark.Load())
 	cancel()
@@ -890,11 +949,17 @@ func (k *Keeper) renewLocked(ctx context.Context, g *grant) (time.Duration, *Eve
 	}
 }
 
+// clockMs is a wall reading (Unix ns) as a clock report (Unix ms, at
+// least 1: a clock before 1970 still reports, as the earliest time).
+func clockMs(wall int64) int64 { return max(wall/1e6, 1) }
+
 // acquireLocked asks the store for a new lease and makes it current.
 func (k *Keeper) acquireLocked(ctx context.Context) (*Event, error) {
 	wall, sent := k.clock.Now()
+	req := k.request()
+	req.ClockMs = clockMs(wall)
 	cctx, cancel := context.WithTimeout(ctx, k.cfg.CallTimeout)
-	l, err := k.cfg.Registry.Acquire(cctx, k.request())
+	l, err := k.cfg.Registry.Acquire(cctx, req)
 	cancel()
 	if err != nil {
 		k.nAcqErr.Add(1)

@@ -434,6 +434,7 @@ func TestNewKeeperConfig(t *testing.T) {
 		{Registry: mem, MarginRate: 0.6},
 		{Registry: mem, Range: lease.Range{Min: 5, Max: 2}},
 		{Registry: mem, SkewBudget: -1},
+		{Registry: mem, PeerClockMaxSkew: lease.MaxPeerClockSkew + 1},
 	} {
 		if _, err := lease.NewKeeper(cfg); !errors.Is(err, lease.ErrInvalidConfig) {
 			t.Errorf("NewKeeper(%+v) = %v, want ErrInvalidConfig", cfg, err)
@@ -444,7 +445,8 @@ func TestNewKeeperConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := k.Config()
-	if c.TTL != lease.DefaultTTL || c.Range != lease.NodeRange(10) || c.Holder == "" || c.MaxFailures != lease.DefaultMaxFailures {
+	if c.TTL != lease.DefaultTTL || c.Range != lease.NodeRange(10) || c.Holder == "" || c.MaxFailures != lease.DefaultMaxFailures ||
+		c.PeerClockMaxSkew != lease.DefaultPeerClockMaxSkew {
 		t.Errorf("defaults not filled: %+v", c)
 	}
 }

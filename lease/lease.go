@@ -2,13 +2,17 @@
 // ever issue Snowflake IDs with the same worker ID.
 //
 // A Registry grants, renews and releases leases on a range of worker IDs;
-// the memory backend lives here, lease/postgres and lease/etcd hold the
-// others, and lease/leasetest is the conformance suite all of them pass. A
-// Keeper holds one lease for a node, renews it, and is the generator's
-// Fence and Checkpointer: the generator issues only while the Keeper holds
-// an unexpired lease by its own monotonic clock, and a new holder starts
-// only after the previous holder's mark (the handoff guard), which the
-// Keeper records in the store before the generator issues past it.
+// the memory backend lives here, lease/postgres, lease/etcd and
+// lease/zookeeper hold the others, and lease/leasetest is the conformance
+// suite all of them pass. A Keeper holds one lease for a node, renews it,
+// and is the generator's Fence and Checkpointer: the generator issues only
+// while the Keeper holds an unexpired lease by its own monotonic clock, and
+// a new holder starts only after the previous holder's mark (the handoff
+// guard), which the Keeper records in the store before the generator
+// issues past it. Holders report their clocks through the store, and
+// before its first ID a Keeper compares its clock with the median of its
+// live peers' and refuses to start when it is too far off (the peer clock
+// check, peerclock.go; docs/leases.md).
 //
 // Time in this package comes only through generator.Clock; functions of
 // time take the time they are given (Lease.ExpiredAt).
@@ -35,7 +39,13 @@ import (
 //   - LastIssuedMs never decreases; it survives release and expiry and
 //     is handed to the next holder of the worker ID;
 //   - a write by a lease that is no longer held (Renew, Record, Release)
-//     changes nothing.
+//     changes nothing;
+//   - each acquisition and renewal records the holder's clock report
+//     (Request.ClockMs, the ReportedMs of the lease passed to Renew) with
+//     the store's time of receipt, and List tells each held lease's
+//     report and its age by the store's clock (Lease.ReportedMs,
+//     ReportAge), so a reader can estimate every live holder's clock
+//     without trusting its own (see Lease.EstimatedClock).
 type Registry interface {
 	// Acquire grants a lease on one worker ID in req.Range, in this order
 	// of preference: the worker ID this holder held last if it is free (or
@@ -46,9 +56,12 @@ type Registry interface {
 	// held it fails with an *AllTakenError (ErrAllTaken).
 	Acquire(ctx context.Context, req Request) (Lease, error)
 	// Renew extends l by its TTL from the store's now and records
-	// lastIssuedMs (kept as the maximum of the stored and given values).
-	// It fails with ErrLost when l has expired, was released, or another
-	// holder has the worker ID; the returned Lease has the new LeasedUntil.
+	// lastIssuedMs (kept as the maximum of the stored and given values)
+	// and l.ReportedMs, the holder's clock when it sent the renewal, as
+	// the lease's report (received now, by the store's clock). It fails
+	// with ErrLost when l has expired, was released, or another holder has
+	// the worker ID; the returned Lease has the new LeasedUntil. A
+	// negative ReportedMs counts as none.
 	Renew(ctx context.Context, l Lease, lastIssuedMs int64) (Lease, error)
 	// Record stores lastIssuedMs for l's worker ID, kept as the maximum of the
 	// stored and given values, while l is still held, without extending it. It
@@ -61,7 +74,9 @@ type Registry interface {
 	Release(ctx context.Context, l Lease, lastIssuedMs int64) error
 	// List returns every worker ID the store knows, held or not, ordered
 	// by worker ID. Entries that are released or expired have a
-	// LeasedUntil at or before the store's now (zero when unknown).
+	// LeasedUntil at or before the store's now (zero when unknown) and no
+	// report (ReportedMs 0); held ones carry their holder's last report
+	// and its age at the store's now during the call.
 	List(ctx context.Context) ([]Lease, error)
 }
 
@@ -79,6 +94,10 @@ type Request struct {
 	// Prefer lists worker IDs to try, in order, after the holder's own
 	// previous one. IDs outside Range or held are skipped; nil: none.
 	Prefer []int64
+	// ClockMs is the holder's wall clock, Unix ms by its own clock, when
+	// it sent the request: the granted lease's first clock report (see
+	// Lease.ReportedMs); 0: no report.
+	ClockMs int64
 }
 
 // Validate reports a field out of range, wrapping ErrInvalidRequest.
@@ -90,6 +109,8 @@ func (r Request) Validate() error {
 		return fmt.Errorf("%w: holder longer than %d bytes", ErrInvalidRequest, MaxHolderLen)
 	case r.TTL < time.Millisecond:
 		return fmt.Errorf("%w: ttl %v below 1ms", ErrInvalidRequest, r.TTL)
+	case r.ClockMs < 0:
+		return fmt.Errorf("%w: clock report %d ms before 1970", ErrInvalidRequest, r.ClockMs)
 	}
 	return r.Range.Validate()
 }
@@ -156,10 +177,37 @@ type Lease struct {
 	// the time of every ID issued under this worker ID so far, as last
 	// recorded; 0 when none was ever recorded.
 	LastIssuedMs int64 `json:"last_issued_ms"`
+	// ReportedMs is the holder's clock report: its wall clock, Unix ms by
+	// its own clock, when it sent its acquisition (Request.ClockMs) or its
+	// last renewal (this field of the lease it passed to Renew, which
+	// records it). 0: none, or (from List) the lease is no longer held.
+	ReportedMs int64 `json:"reported_ms,omitempty"`
+	// ReportAge is, from List, how long before the store's now during the
+	// call the store received that report, by the store's clock; zero
+	// without a report.
+	ReportAge time.Duration `json:"report_age,omitempty"`
+	// ReportAgeError bounds ReportAge's error: how finely the backend
+	// reads the store's clock (memory and Postgres exactly, ZooKeeper to
+	// the millisecond, etcd to half a second: its lease TTLs are whole
+	// seconds).
+	ReportAgeError time.Duration `json:"report_age_error,omitempty"`
 }
 
 // ExpiredAt reports whether l has expired at store time now.
 func (l Lease) ExpiredAt(now time.Time) bool { return !now.Before(l.LeasedUntil) }
+
+// EstimatedClock estimates, from a List entry, the holder's wall clock at the
+// store's now during that List call: ReportedMs plus ReportAge, the
+// holder's clock carried forward at the store's rate. It is off by the
+// ReportAgeError, the delay between the holder's reading and the
+// store's receipt of it (at most its store round trip), and the rate
+// difference of the two clocks over ReportAge; false without a report.
+func (l Lease) EstimatedClock() (time.Time, bool) {
+	if l.ReportedMs <= 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(l.ReportedMs).Add(l.ReportAge), true
+}
 
 // String returns e.g. "worker 3 held by node-a (token 7) until 2025-01-01T00:00:10Z".
 func (l Lease) String() string {

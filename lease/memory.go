@@ -31,6 +31,8 @@ type memSlot struct {
 	until  int64 // wall ns
 	ttl    int64 // ns
 	last   int64 // ms
+	clock  int64 // the holder's clock report, ms; 0: none
+	heard  int64 // wall ns (store time) the report arrived
 }
 
 // NewMemory returns an empty in-process registry whose store time is
@@ -69,7 +71,12 @@ func (m *Memory) checkLocked(ctx context.Context) error {
 }
 
 func (s *memSlot) lease(id int64) Lease {
-	return Lease{WorkerID: id, Holder: s.holder, Token: s.token, LeasedUntil: time.Unix(0, s.until), TTL: time.Duration(s.ttl), LastIssuedMs: s.last}
+	return Lease{WorkerID: id, Holder: s.holder, Token: s.token, LeasedUntil: time.Unix(0, s.until), TTL: time.Duration(s.ttl), LastIssuedMs: s.last, ReportedMs: s.clock}
+}
+
+// report records the holder's clock report ms, received at store time now.
+func (s *memSlot) report(ms, now int64) {
+	s.clock, s.heard = max(ms, 0), now
 }
 
 // Acquire implements Registry.
@@ -133,6 +140,7 @@ func (m *Memory) Acquire(ctx context.Context, req Request) (Lease, error) {
 	s.token++
 	s.ttl = int64(req.TTL)
 	s.until = now + s.ttl
+	s.report(req.ClockMs, now)
 	return s.lease(pick), nil
 }
 
@@ -159,6 +167,7 @@ func (m *Memory) Renew(ctx context.Context, l Lease, lastIssuedMs int64) (Lease,
 	}
 	s.until = now + s.ttl
 	s.last = max(s.last, lastIssuedMs)
+	s.report(l.ReportedMs, now)
 	return s.lease(l.WorkerID), nil
 }
 
@@ -194,16 +203,25 @@ func (m *Memory) Release(ctx context.Context, l Lease, lastIssuedMs int64) error
 	return nil
 }
 
-// List implements Registry.
+// List implements Registry. Report ages are exact (store time is the
+// clock's wall reading).
 func (m *Memory) List(ctx context.Context) ([]Lease, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.checkLocked(ctx); err != nil {
 		return nil, err
 	}
+	now := m.now()
 	out := make([]Lease, 0, len(m.mu.slots))
 	for id, s := range m.mu.slots {
-		out = append(out, s.lease(id))
+		l := s.lease(id)
+		switch {
+		case s.until <= now:
+			l.ReportedMs = 0
+		case s.clock > 0:
+			l.ReportAge = time.Duration(now - s.heard)
+		}
+		out = append(out, l)
 	}
 	slices.SortFunc(out, func(a, b Lease) int { return int(a.WorkerID - b.WorkerID) })
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snowchaos/snowchaos/lease"
 )
@@ -26,6 +27,12 @@ func TestLeaseEventLog(t *testing.T) {
 			[]string{"level=WARN", "state=lost", `reason="renewals failing"`, "store unavailable"}, []string{"level=INFO"}},
 		{lease.Event{State: lease.StateHeld, Lease: held, Rebind: true}, []string{"level=INFO", "rebind=true"}, []string{"reason"}},
 		{lease.Event{State: lease.StateReleased, Lease: held, Reason: lease.ReasonReleased}, []string{"level=INFO", "state=released"}, []string{"reason"}},
+		{lease.Event{State: lease.StateHeld, Lease: held, PeerCheck: &lease.PeerCheck{Bound: time.Second}},
+			[]string{"level=INFO", "no live peer reports a clock", "state=held"}, []string{"WARN", "ERROR"}},
+		{lease.Event{State: lease.StateHeld, Lease: held, PeerCheck: &lease.PeerCheck{Peers: make([]lease.PeerClock, 2), Skew: -3 * time.Millisecond, Bound: time.Second}},
+			[]string{"level=INFO", "peer clock check passed", "skew=-3ms", "peers=2", "state=held"}, []string{"WARN", "ERROR"}},
+		{lease.Event{State: lease.StateIdle, Err: errors.New("lease: peer clock skew: ..."), PeerCheck: &lease.PeerCheck{Peers: make([]lease.PeerClock, 2), Skew: -10 * time.Second, Bound: time.Second, Refused: true}},
+			[]string{"level=ERROR", "refused the start", "skew=-10s", "peers=2"}, []string{"state="}},
 	} {
 		var b bytes.Buffer
 		n := &Node{log: slog.New(slog.NewTextHandler(&b, nil))}

@@ -85,6 +85,11 @@ type Lease struct {
 	// SkewBudget is added to a previous holder's last issued time before
 	// this node may issue on its worker ID (see lease.KeeperConfig).
 	SkewBudget time.Duration
+	// PeerClockMaxSkew bounds how far the node's clock may be off the
+	// median of its live peers' clocks at start, or New fails with a
+	// lease.PeerClockSkewError (see lease.KeeperConfig); zero:
+	// lease.DefaultPeerClockMaxSkew, negative: no check.
+	PeerClockMaxSkew time.Duration
 	// OneAttempt makes New ask the store once and fail with its error
 	// (a simulation decides when to try again); otherwise New retries an
 	// unavailable store until ctx is done.
@@ -109,6 +114,9 @@ type Controls struct {
 	// at renewal and release, so after a crash the stored mark lags what
 	// was issued.
 	NoMarkWriteThrough bool
+	// NoPeerClockCheck starts the node whatever its clock reads against
+	// its live peers' (Lease.PeerClockMaxSkew negative).
+	NoPeerClockCheck bool
 }
 
 // ErrStopped is returned by Issue on a node that is stopped.
@@ -146,7 +154,9 @@ type Node struct {
 //
 // Errors name the part that failed: an invalid setting, a lease the store
 // refused (wrapping lease.ErrAllTaken) or could not grant (wrapping
-// lease.ErrUnavailable), a checkpoint that could not be read.
+// lease.ErrUnavailable), a clock too far off the live peers' (wrapping
+// lease.ErrPeerClockSkew: the lease was released), a checkpoint that could
+// not be read.
 func New(ctx context.Context, cfg Config) (*Node, error) {
 	s := cfg.Settings
 	if s.Fence != nil || s.Checkpoint != nil || s.Observer != nil {
@@ -207,6 +217,7 @@ func (n *Node) acquire(ctx context.Context, s *generator.Settings) error {
 		TTL:                     lc.TTL,
 		Clock:                   s.Clock,
 		SkewBudget:              lc.SkewBudget,
+		PeerClockMaxSkew:        lc.PeerClockMaxSkew,
 		DisableHandoffGuard:     lc.Controls.NoHandoffGuard,
 		DisableMarkWriteThrough: lc.Controls.NoMarkWriteThrough,
 		OnChange:                n.leaseChanged,
@@ -216,6 +227,9 @@ func (n *Node) acquire(ctx context.Context, s *generator.Settings) error {
 	}
 	if lc.Controls.NoPauseCheck {
 		kc.PauseThreshold = time.Duration(math.MaxInt64)
+	}
+	if lc.Controls.NoPeerClockCheck {
+		kc.PeerClockMaxSkew = -1
 	}
 	n.obs = leaseobs.New(n.cfg.LeaseMetrics, n.cfg.Name)
 	k, err := n.obs.NewKeeper(kc)
@@ -259,10 +273,17 @@ func (n *Node) serve(g *generator.Generator) {
 
 // leaseChanged is the keeper's OnChange: it logs the change (INFO when the
 // lease is held or released, WARN while renewals fail and when it is lost:
-// the node then refuses IDs until it holds one again) and, when the keeper
-// acquired a lease the generator is not bound to, has the generator
-// rebuilt (Maintain does it, or Run, in a goroutine of its own).
+// the node then refuses IDs until it holds one again) and the peer clock
+// check at start, and, when the keeper acquired a lease the generator is
+// not bound to, has the generator rebuilt (Maintain does it, or Run, in a
+// goroutine of its own).
 func (n *Node) leaseChanged(ev lease.Event) {
+	if pc := ev.PeerCheck; pc != nil {
+		n.logPeerCheck(pc)
+		if pc.Refused {
+			return // New fails with the error, which names the peers
+		}
+	}
 	level, msg := slog.LevelInfo, "lease state"
 	attrs := []any{"state", ev.State.String(), "worker", ev.Lease.WorkerID}
 	switch ev.State {
@@ -290,6 +311,19 @@ func (n *Node) leaseChanged(ev lease.Event) {
 		return
 	}
 	n.rebindDue.Store(true)
+}
+
+// logPeerCheck logs the peer clock check made at start.
+func (n *Node) logPeerCheck(pc *lease.PeerCheck) {
+	switch {
+	case len(pc.Peers) == 0:
+		n.log.Info("peer clock check: no live peer reports a clock through the lease store; starting without a comparison")
+	case pc.Refused:
+		n.log.Error("peer clock check refused the start: the clock is off the median of the live peers", "skew", pc.Skew,
+			"peers", len(pc.Peers), "bound", pc.Bound, "uncertainty", pc.Uncertainty)
+	default:
+		n.log.Info("peer clock check passed", "skew", pc.Skew, "peers", len(pc.Peers), "bound", pc.Bound, "uncertainty", pc.Uncertainty)
+	}
 }
 
 // Generator returns the generator serving now, nil once the node stopped.

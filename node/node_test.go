@@ -303,3 +303,46 @@ func TestNodeRunKeepsTheLease(t *testing.T) {
 		t.Fatalf("after a graceful stop the store holds %+v, want worker 3 released with its last issued time", ls)
 	}
 }
+
+// TestNodePeerClockCheck: a node whose clock is 10 s behind the live
+// node beside it fails to start with lease.ErrPeerClockSkew (its lease
+// released); with the NoPeerClockCheck control, or a bound above its
+// skew, it starts.
+func TestNodePeerClockCheck(t *testing.T) {
+	v := faults.NewVirtual(start, true)
+	reg := lease.NewMemory(v)
+	peer, err := node.New(context.Background(), node.Config{
+		Settings: generator.Settings{Node: 1, Clock: v},
+		Lease:    &node.Lease{Registry: reg, Holder: "peer"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Stop(context.Background(), true)
+	late := func(l node.Lease) (*node.Node, error) {
+		l.Registry, l.Holder = reg, "late"
+		return node.New(context.Background(), node.Config{Settings: generator.Settings{Node: 2, Clock: v}, ClockOffset: -10 * time.Second, Lease: &l})
+	}
+	if n, err := late(node.Lease{}); !errors.Is(err, lease.ErrPeerClockSkew) || n != nil {
+		t.Fatalf("late node: %v, %v; want refused with ErrPeerClockSkew", n, err)
+	}
+	ls, err := reg.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, _ := v.Now()
+	for _, l := range ls {
+		if l.Holder == "late" && !l.ExpiredAt(time.Unix(0, now)) {
+			t.Errorf("the refused node's lease is still held: %+v", l)
+		}
+	}
+	for _, l := range []node.Lease{{Controls: node.Controls{NoPeerClockCheck: true}}, {PeerClockMaxSkew: 11 * time.Second}} {
+		n, err := late(l)
+		if err != nil {
+			t.Fatalf("%+v: %v", l, err)
+		}
+		if err := n.Stop(context.Background(), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

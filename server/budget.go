@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/snowchaos/snowchaos/faults"
@@ -56,4 +57,72 @@ func HoldError(kind faults.Kind, left, maxWait time.Duration) error {
 	}
 	return fmt.Errorf("%s %s (a %s fault), longer than the wait bound %v: no new tick can start, so the node issues at most the rest of the current tick",
 		what, how, kind, maxWait)
+}
+
+// budgetCtx is the context an ID request hands the generator: it ends at
+// the budget's deadline with the budget's cause, but the timer that ends
+// it is only created when something asks for Done or Err, which the
+// generator does only when it has to wait. A request served at once (the
+// common case) pays for one small allocation and no timer, where
+// context.WithTimeout costs a timer start and stop per request.
+type budgetCtx struct {
+	parent   context.Context
+	deadline time.Time
+	cause    error
+
+	mu       sync.Mutex
+	inner    context.Context // nil until Done, Err or a derived context asks
+	cancel   context.CancelFunc
+	released bool
+}
+
+// newBudgetCtx returns a context below parent ending at start + the
+// budget's duration. Call release when the generator has returned.
+func newBudgetCtx(parent context.Context, start time.Time, b *idBudget) *budgetCtx {
+	return &budgetCtx{parent: parent, deadline: start.Add(b.d), cause: b.cause}
+}
+
+// materialize returns the real context, creating it on first use (ended
+// at once when the request is over).
+func (c *budgetCtx) materialize() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inner == nil {
+		c.inner, c.cancel = context.WithDeadlineCause(c.parent, c.deadline, c.cause)
+		if c.released {
+			c.cancel()
+		}
+	}
+	return c.inner
+}
+
+// release ends the context (stopping its timer, if any).
+func (c *budgetCtx) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.released = true
+	if c.cancel != nil {
+		c.cancel()
+	}
+}
+
+// Deadline is the request's deadline.
+func (c *budgetCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// Done is closed at the deadline, when the parent ends, or on release.
+func (c *budgetCtx) Done() <-chan struct{} { return c.materialize().Done() }
+
+// Err reports why Done is closed.
+func (c *budgetCtx) Err() error { return c.materialize().Err() }
+
+// Value looks key up in the real context once it exists (so
+// context.Cause finds the budget's cause), else in the parent.
+func (c *budgetCtx) Value(key any) any {
+	c.mu.Lock()
+	inner := c.inner
+	c.mu.Unlock()
+	if inner != nil {
+		return inner.Value(key)
+	}
+	return c.parent.Value(key)
 }

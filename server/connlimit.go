@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -49,7 +50,7 @@ func openFileLimit() uint64 {
 // when none is idle it answers the newcomer 503 at once and closes it, so
 // a probe learns within a round trip that the node is saturated rather
 // than waiting in the accept queue. Its idea of idle comes from setIdle,
-// which the HTTP server's ConnState hook calls; it uses no net/http type.
+// which the HTTP servers' ConnState hooks call.
 type connLimiter struct {
 	net.Listener
 	max      int
@@ -59,14 +60,19 @@ type connLimiter struct {
 	mu struct {
 		sync.Mutex
 		open int
-		// idle holds the idle connections, oldest first.
-		idle []*limitedConn
+		// conns holds every open connection not evicted.
+		conns map[*limitedConn]struct{}
+		// idle lists the idle connections, oldest first (linked through
+		// limitedConn.prev and next, so a request moves one in O(1)).
+		idle  struct{ head, tail *limitedConn }
+		nIdle int
 	}
 }
 
 // newConnLimiter wraps ln.
 func newConnLimiter(ln net.Listener, max int) *connLimiter {
 	l := &connLimiter{Listener: ln, max: max}
+	l.mu.conns = map[*limitedConn]struct{}{}
 	body := `{"error":"` + errUnavailable + `","detail":"connection limit ` + strconv.Itoa(max) +
 		` reached and every connection is busy: retry later (the limit is snowchaos serve --max-conns)"}` + "\n"
 	l.refusal = []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nCache-Control: no-store\r\n" +
@@ -89,7 +95,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		var evicted net.Conn
 		if l.mu.open >= l.max {
-			if len(l.mu.idle) == 0 {
+			if l.mu.idle.head == nil {
 				l.mu.Unlock()
 				l.refuse(c)
 				continue
@@ -97,11 +103,13 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			evicted = l.evictIdleLocked()
 		}
 		l.mu.open++
+		lc := &limitedConn{Conn: c, l: l}
+		l.mu.conns[lc] = struct{}{}
 		l.mu.Unlock()
 		if evicted != nil {
 			evicted.Close() // before the next Accept takes another descriptor
 		}
-		return &limitedConn{Conn: c, l: l}, nil
+		return lc, nil
 	}
 }
 
@@ -115,7 +123,7 @@ func isFDExhaustion(err error) bool {
 // was one.
 func (l *connLimiter) evictIdle() bool {
 	l.mu.Lock()
-	if len(l.mu.idle) == 0 {
+	if l.mu.idle.head == nil {
 		l.mu.Unlock()
 		return false
 	}
@@ -129,11 +137,25 @@ func (l *connLimiter) evictIdle() bool {
 // books and returns it for the caller to close outside the lock (the
 // server then sees a read error and closes its side).
 func (l *connLimiter) evictIdleLocked() net.Conn {
-	c := l.mu.idle[0]
-	l.mu.idle = l.mu.idle[1:]
-	c.idle, c.evicted = false, true
+	c := l.mu.idle.head
+	l.removeIdleLocked(c)
+	c.evicted = true
 	l.mu.open--
+	delete(l.mu.conns, c)
 	return c.Conn
+}
+
+// closeAll closes every open connection (a shutdown past its deadline).
+func (l *connLimiter) closeAll() {
+	l.mu.Lock()
+	conns := make([]net.Conn, 0, len(l.mu.conns))
+	for c := range l.mu.conns {
+		conns = append(conns, c.Conn)
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
 }
 
 // refuse answers c 503 and closes it, in the background and within
@@ -169,8 +191,113 @@ func (l *connLimiter) refuse(c net.Conn) {
 type limitedConn struct {
 	net.Conn
 	l *connLimiter
+	// head holds the bytes read to tell HTTP/2 from HTTP/1.1, returned
+	// first by Read. It is set before the connection is handed to a
+	// server and read only by that server.
+	head []byte
+	// lazy makes the read and write deadlines lazy (see lazyDeadline):
+	// set before the connection is handed to a server that sets them only
+	// from the goroutine that reads and writes (fasthttp's).
+	lazy   bool
+	rd, wd lazyDeadline
 	// Guarded by l.mu.
 	idle, evicted, closed bool
+	prev, next            *limitedConn // in l.mu.idle while idle
+}
+
+// Read returns what is left of head, then reads the connection.
+func (c *limitedConn) Read(p []byte) (int, error) {
+	if len(c.head) > 0 {
+		n := copy(p, c.head)
+		c.head = c.head[n:]
+		return n, nil
+	}
+	for {
+		n, err := c.Conn.Read(p)
+		if n > 0 || !c.lazy || !errors.Is(err, os.ErrDeadlineExceeded) || !c.rd.rearm(c.Conn.SetReadDeadline) {
+			return n, err
+		}
+	}
+}
+
+// Write writes p, going on past a deadline that fired early.
+func (c *limitedConn) Write(p []byte) (int, error) {
+	if !c.lazy {
+		return c.Conn.Write(p)
+	}
+	written := 0
+	for {
+		n, err := c.Conn.Write(p[written:])
+		written += n
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || !c.wd.rearm(c.Conn.SetWriteDeadline) {
+			return written, err
+		}
+	}
+}
+
+// SetReadDeadline sets the read deadline (lazily once lazy is set).
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	if !c.lazy {
+		return c.Conn.SetReadDeadline(t)
+	}
+	return c.rd.set(t, c.Conn.SetReadDeadline)
+}
+
+// SetWriteDeadline sets the write deadline (lazily once lazy is set).
+func (c *limitedConn) SetWriteDeadline(t time.Time) error {
+	if !c.lazy {
+		return c.Conn.SetWriteDeadline(t)
+	}
+	return c.wd.set(t, c.Conn.SetWriteDeadline)
+}
+
+// SetDeadline sets both deadlines.
+func (c *limitedConn) SetDeadline(t time.Time) error {
+	if !c.lazy {
+		return c.Conn.SetDeadline(t)
+	}
+	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
+}
+
+// lazyDeadline keeps a connection's deadline (read or write) armed no
+// later than the one wanted, arming a new one only when the wanted
+// deadline is earlier than the armed one; an armed deadline that fires
+// before the wanted one is re-armed and the I/O goes on. A server that
+// moves the deadline forward at every request (fasthttp moves the read
+// deadline twice and the write deadline once per request) then arms a
+// timer once every few timeouts rather than three times per request, and
+// a deadline still never fires later than wanted. Only one goroutine may
+// use it: the one that sets the deadline and does the I/O.
+type lazyDeadline struct {
+	want, armed time.Time // zero: none
+}
+
+// set records t as the wanted deadline and arms it when the armed one
+// would fire later (or none is armed).
+func (d *lazyDeadline) set(t time.Time, arm func(time.Time) error) error {
+	d.want = t
+	if t.Equal(d.armed) || (!d.armed.IsZero() && (t.IsZero() || t.After(d.armed))) {
+		return nil // the armed deadline fires first; rearm moves it on then
+	}
+	if err := arm(t); err != nil {
+		return err
+	}
+	d.armed = t
+	return nil
+}
+
+// rearm is called when the armed deadline fired: it reports false when
+// the wanted deadline has passed too (a real timeout), else arms the
+// wanted one and reports true (go on).
+func (d *lazyDeadline) rearm(arm func(time.Time) error) bool {
+	if !d.want.IsZero() && !time.Now().Before(d.want) {
+		return false
+	}
+	if arm(d.want) != nil {
+		return false
+	}
+	d.armed = d.want
+	return true
 }
 
 // setIdle records whether the connection is idle between requests.
@@ -181,22 +308,39 @@ func (c *limitedConn) setIdle(idle bool) {
 	if c.closed || c.evicted || c.idle == idle {
 		return
 	}
-	c.idle = idle
 	if idle {
-		l.mu.idle = append(l.mu.idle, c)
+		l.addIdleLocked(c)
 		return
 	}
 	l.removeIdleLocked(c)
 }
 
-// removeIdleLocked drops c from the idle list.
-func (l *connLimiter) removeIdleLocked(c *limitedConn) {
-	for i, x := range l.mu.idle {
-		if x == c {
-			l.mu.idle = append(l.mu.idle[:i], l.mu.idle[i+1:]...)
-			return
-		}
+// addIdleLocked appends c (not idle) to the idle list.
+func (l *connLimiter) addIdleLocked(c *limitedConn) {
+	c.idle, c.prev, c.next = true, l.mu.idle.tail, nil
+	if c.prev != nil {
+		c.prev.next = c
+	} else {
+		l.mu.idle.head = c
 	}
+	l.mu.idle.tail = c
+	l.mu.nIdle++
+}
+
+// removeIdleLocked drops c (idle) from the idle list.
+func (l *connLimiter) removeIdleLocked(c *limitedConn) {
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else {
+		l.mu.idle.head = c.next
+	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	} else {
+		l.mu.idle.tail = c.prev
+	}
+	c.idle, c.prev, c.next = false, nil, nil
+	l.mu.nIdle--
 }
 
 // Close closes the connection and frees its slot (once).
@@ -208,10 +352,10 @@ func (c *limitedConn) Close() error {
 		c.closed = true
 		if c.idle {
 			l.removeIdleLocked(c)
-			c.idle = false
 		}
 		if !c.evicted {
 			l.mu.open--
+			delete(l.mu.conns, c)
 		}
 	}
 	l.mu.Unlock()
@@ -222,5 +366,5 @@ func (c *limitedConn) Close() error {
 func (l *connLimiter) stats() (open, idle int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.mu.open, len(l.mu.idle)
+	return l.mu.open, l.mu.nIdle
 }

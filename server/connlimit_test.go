@@ -5,8 +5,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,14 +80,16 @@ func TestConnLimitEvictsIdle(t *testing.T) {
 	srv, addr := serveLimited(t, 3)
 	lim := srv.lim.Load()
 	var conns []net.Conn
-	for range 3 {
+	for i := range 3 {
 		c, br := dial(t, addr)
 		if code, body := rawGet(t, c, br, "/healthz"); code != 200 {
 			t.Fatal(code, body)
 		}
 		conns = append(conns, c)
+		// The server marks a connection idle after its answer is sent:
+		// wait for it, so the connections go idle in order.
+		testenv.WaitFor(t, 10*time.Second, func() bool { open, idle := lim.stats(); return open == i+1 && idle == i+1 }, "an idle connection")
 	}
-	testenv.WaitFor(t, 10*time.Second, func() bool { open, idle := lim.stats(); return open == 3 && idle == 3 }, "3 idle connections")
 	c, br := dial(t, addr)
 	if code, body := rawGet(t, c, br, "/healthz"); code != 200 {
 		t.Fatalf("/healthz at the limit with idle connections: %d %s", code, body)
@@ -125,6 +129,37 @@ func TestDefaultMaxConns(t *testing.T) {
 	for nofile, want := range map[uint64]int{0: 1, 64: 1, 65: 1, 128: 64, 1024: 960, 1 << 40: MaxConnsLimit} {
 		if got := DefaultMaxConns(nofile); got != want {
 			t.Errorf("DefaultMaxConns(%d) = %d, want %d", nofile, got, want)
+		}
+	}
+}
+
+// TestIdleListMatchesModel drives the limiter's idle list with random
+// state changes and checks it against a plain slice, oldest first.
+func TestIdleListMatchesModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	l := newConnLimiter(nil, 100)
+	conns := make([]*limitedConn, 8)
+	for i := range conns {
+		conns[i] = &limitedConn{l: l}
+	}
+	var model []*limitedConn
+	for step := range 10000 {
+		c := conns[rng.IntN(len(conns))]
+		idle := rng.IntN(2) == 0
+		c.setIdle(idle)
+		i := slices.Index(model, c)
+		switch {
+		case idle && i < 0:
+			model = append(model, c)
+		case !idle && i >= 0:
+			model = slices.Delete(model, i, i+1)
+		}
+		var got []*limitedConn
+		for x := l.mu.idle.head; x != nil; x = x.next {
+			got = append(got, x)
+		}
+		if !slices.Equal(got, model) || l.mu.nIdle != len(model) {
+			t.Fatalf("step %d: idle list %p (%d), want %p", step, got, l.mu.nIdle, model)
 		}
 	}
 }

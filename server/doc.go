@@ -25,11 +25,24 @@
 // always decimal strings in JSON, never numbers. docs/http-api.md is the
 // full reference; its fault section is generated from FaultKinds.
 //
-// Serve speaks HTTP/1.1 with keep-alive and, to clients that know it in
-// advance, unencrypted HTTP/2 (h2c), with read, write and idle timeouts, a
+// Serve speaks HTTP/1.1 with keep-alive through fasthttp (no allocation
+// and no per-request goroutine or context timer: a single ID costs about
+// what a bare fasthttp server answering a constant costs, see
+// docs/benchmarks.md) and, to clients that know it in advance,
+// unencrypted HTTP/2 (h2c) through net/http, the first bytes of a
+// connection deciding. It has read, write and idle timeouts, a
 // per-request deadline passed to the generator (capped at its MaxWait +
 // 250 ms) and a connection limit that closes the longest-idle connection
-// to make room, so a probe is always served (Config.MaxConns).
+// to make room, so a probe is always served (Config.MaxConns). Requests
+// the HTTP layer refuses (malformed, headers beyond 16 KiB, a body beyond
+// MaxBodyBytes, too slow) are answered with the same JSON errors. Handler
+// is the same node for net/http (embedding, httptest); the admin API and
+// /metrics are net/http handlers on both.
+//
+// Tracing: with Config.TracerProvider, each request gets a server span
+// named "METHOD /route", a child of the caller's span when the request
+// carries a W3C traceparent; the generator's observers see it in their
+// context, so a rewind lands on the request's trace.
 //
 // Metrics: /metrics exposes Config.Registry, to which New adds
 // snowflake_http_requests_total{route,code} and

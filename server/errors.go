@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/snowchaos/snowchaos/generator"
 )
 
@@ -40,15 +42,31 @@ const (
 	errUnsupportedMed = "unsupported media type"
 )
 
-// writeError writes a JSON error body with status code.
+// errorJSON is the body of an error response.
+func errorJSON(short, detail string) []byte {
+	b, _ := json.Marshal(ErrorBody{Error: short, Detail: detail})
+	return append(b, '\n')
+}
+
+// writeError writes a JSON error body with status code (the net/http
+// handlers': the admin API).
 func writeError(w http.ResponseWriter, code int, short, detail string) {
 	h := w.Header()
 	h["Content-Type"] = contentJSON
 	h["Cache-Control"] = noStore
 	h["X-Content-Type-Options"] = nosniff
 	w.WriteHeader(code)
-	b, _ := json.Marshal(ErrorBody{Error: short, Detail: detail})
-	w.Write(append(b, '\n'))
+	w.Write(errorJSON(short, detail))
+}
+
+// writeErrorCtx writes a JSON error body with status code.
+func writeErrorCtx(c *fasthttp.RequestCtx, code int, short, detail string) {
+	c.SetStatusCode(code)
+	h := &c.Response.Header
+	h.SetContentTypeBytes(ctJSON)
+	h.SetCanonical(hdrCacheControl, valNoStore)
+	h.SetCanonical(hdrNosniff, valNosniff)
+	c.SetBody(errorJSON(short, detail))
 }
 
 // retryAfter returns the Retry-After value in whole seconds, at least 1.
@@ -66,7 +84,7 @@ func retryAfter(d time.Duration) string {
 // writeGenError maps an error from the generator to a response: refusals
 // (rewind, wait bound, lead bound, fence, checkpoint, shutdown, deadline) are
 // 503 with Retry-After; a layout whose lifetime is over is 500.
-func writeGenError(w http.ResponseWriter, err error) {
+func writeGenError(c *fasthttp.RequestCtx, err error) {
 	var re *generator.RewindError
 	after := time.Second
 	if errors.As(err, &re) && re.By > after {
@@ -74,13 +92,12 @@ func writeGenError(w http.ResponseWriter, err error) {
 	}
 	switch {
 	case errors.Is(err, generator.ErrLifetime):
-		writeError(w, http.StatusInternalServerError, errInternal, err.Error())
+		writeErrorCtx(c, http.StatusInternalServerError, errInternal, err.Error())
 		return
 	case errors.Is(err, context.DeadlineExceeded):
-		w.Header().Set("Retry-After", retryAfter(after))
-		writeError(w, http.StatusServiceUnavailable, errUnavailable, "request deadline exceeded: "+err.Error())
-		return
+		writeErrorCtx(c, http.StatusServiceUnavailable, errUnavailable, "request deadline exceeded: "+err.Error())
+	default:
+		writeErrorCtx(c, http.StatusServiceUnavailable, errUnavailable, err.Error())
 	}
-	w.Header().Set("Retry-After", retryAfter(after))
-	writeError(w, http.StatusServiceUnavailable, errUnavailable, err.Error())
+	c.Response.Header.Set("Retry-After", retryAfter(after))
 }

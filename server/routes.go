@@ -1,28 +1,57 @@
 package server
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+	"go.opentelemetry.io/otel/trace"
 )
 
-// Pre-built header values, assigned to header maps without allocating.
+// Pre-built header values, assigned to net/http header maps without
+// allocating (the admin API's responses).
 var (
-	contentText = []string{"text/plain; charset=utf-8"}
 	contentJSON = []string{"application/json"}
 	noStore     = []string{"no-store"}
 	nosniff     = []string{"nosniff"}
 )
 
+// The same for fasthttp responses.
+var (
+	ctText          = []byte("text/plain; charset=utf-8")
+	ctJSON          = []byte("application/json")
+	mimeJSON        = ctJSON
+	hdrCacheControl = []byte("Cache-Control")
+	valNoStore      = []byte("no-store")
+	hdrNosniff      = []byte("X-Content-Type-Options")
+	valNosniff      = []byte("nosniff")
+)
+
+// handlerFunc serves one request. ctx carries the request's span when the
+// node traces (and is context.Background() otherwise).
+type handlerFunc func(ctx context.Context, c *fasthttp.RequestCtx)
+
 // methods maps an HTTP method to its handler; "*" handles every method.
-type methods map[string]http.HandlerFunc
+type methods map[string]handlerFunc
 
 // get is a route that answers GET only.
-func get(h http.HandlerFunc) methods { return methods{http.MethodGet: h} }
+func get(h handlerFunc) methods { return methods{http.MethodGet: h} }
+
+// netHTTP serves a net/http handler (the admin API, /metrics) on a route.
+func netHTTP(h http.HandlerFunc) handlerFunc {
+	fh := fasthttpadaptor.NewFastHTTPHandler(h)
+	return func(_ context.Context, c *fasthttp.RequestCtx) { fh(c) }
+}
 
 // allow returns the Allow header value for m.
 func (m methods) allow() string {
@@ -34,63 +63,136 @@ func (m methods) allow() string {
 	return strings.Join(ms, ", ")
 }
 
-// route wraps a method table with method dispatch (405 with Allow) and the
-// route's request metrics.
-func (s *Server) route(name string, m methods) http.Handler {
-	rm := s.metrics.route(name)
-	allow := m.allow()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-		h, ok := m[r.Method]
+// endpoint is one route: its handlers, its metrics and its name (the
+// metrics' route label and the span name's route).
+type endpoint struct {
+	name    string
+	span    string // the route in span names; "" for unknown paths
+	methods methods
+	get     handlerFunc // methods[GET], looked up without the map
+	allow   string
+	metrics *routeMetrics
+}
+
+// endpoint returns the route name serving m.
+func (s *Server) endpoint(name string, m methods) *endpoint {
+	span := name
+	if name == routeOther {
+		span = ""
+	}
+	return &endpoint{name: name, span: span, methods: m, get: m[http.MethodGet], allow: m.allow(), metrics: s.metrics.route(name)}
+}
+
+// routeOther is the route label of paths no route serves.
+const routeOther = "other"
+
+// prefixRoute serves every path under a prefix.
+type prefixRoute struct {
+	prefix []byte
+	ep     *endpoint
+}
+
+// router maps a request's path (decoded and normalised) to its endpoint:
+// an exact path, else the first matching prefix, else other.
+type router struct {
+	exact    map[string]*endpoint
+	prefixes []prefixRoute
+	other    *endpoint
+}
+
+// lookup returns the endpoint serving path.
+func (rt *router) lookup(path []byte) *endpoint {
+	if ep, ok := rt.exact[string(path)]; ok {
+		return ep
+	}
+	for _, p := range rt.prefixes {
+		if bytes.HasPrefix(path, p.prefix) {
+			return p.ep
+		}
+	}
+	return rt.other
+}
+
+// build assembles a request handler with the API routes, the admin
+// routes, or both.
+func (s *Server) build(api, admin bool) fasthttp.RequestHandler {
+	rt := &router{exact: map[string]*endpoint{}}
+	if api {
+		decode := s.endpoint("/v1/decode/{id}", get(s.handleDecode))
+		rt.exact["/v1/id"] = s.endpoint("/v1/id", get(s.handleID))
+		rt.exact["/v1/ids"] = s.endpoint("/v1/ids", get(s.handleIDs))
+		rt.exact["/v1/decode"] = decode
+		rt.prefixes = append(rt.prefixes, prefixRoute{[]byte(decodePrefix), decode})
+		rt.exact["/v1/info"] = s.endpoint("/v1/info", get(s.handleInfo))
+		rt.exact["/healthz"] = s.endpoint("/healthz", get(s.handleHealth))
+		rt.exact["/readyz"] = s.endpoint("/readyz", get(s.handleReady))
+		prom := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)})
+		rt.exact["/metrics"] = s.endpoint("/metrics", get(netHTTP(prom.ServeHTTP)))
+	}
+	if admin {
+		rt.exact["/admin/v1/faults"] = s.endpoint("/admin/v1/faults", methods{
+			http.MethodGet:    netHTTP(s.adminOnly(s.handleFaultsGet)),
+			http.MethodPost:   netHTTP(s.adminOnly(s.handleFaultsPost)),
+			http.MethodDelete: netHTTP(s.adminOnly(s.handleFaultsDelete)),
+		})
+	} else {
+		absent := s.endpoint("/admin", methods{"*": netHTTP(s.adminAbsent)})
+		rt.exact["/admin"] = absent
+		rt.prefixes = append(rt.prefixes, prefixRoute{[]byte("/admin/"), absent})
+	}
+	rt.other = s.endpoint(routeOther, methods{"*": notFound})
+	return s.route(rt)
+}
+
+// route serves a request: it finds the endpoint, dispatches on the method
+// (405 with Allow), traces (when on) and counts the request. A panic in a
+// handler is answered 500 and closes the connection, as net/http would
+// close it, rather than ending the process.
+func (s *Server) route(rt *router) fasthttp.RequestHandler {
+	return func(c *fasthttp.RequestCtx) {
+		ep := rt.lookup(c.Path())
+		ctx := context.Background()
+		var span trace.Span
+		if s.tracing != nil {
+			ctx, span = s.tracing.start(c, ep.span)
+		}
+		defer s.finish(c, ep, span)
+		h, ok := ep.get, ep.get != nil && c.IsGet()
 		if !ok {
-			h, ok = m["*"]
+			h, ok = ep.methods[string(c.Method())]
 		}
-		if ok {
-			h(sw, r)
-		} else {
-			sw.Header().Set("Allow", allow)
-			writeError(sw, http.StatusMethodNotAllowed, errMethod,
-				"method "+strconv.Quote(r.Method)+" is not allowed on "+strconv.Quote(r.URL.Path)+" (allowed: "+allow+")")
+		if !ok {
+			h, ok = ep.methods["*"]
 		}
-		rm.observe(sw.code, time.Since(start))
-	})
+		if !ok {
+			writeErrorCtx(c, http.StatusMethodNotAllowed, errMethod,
+				"method "+strconv.Quote(string(c.Method()))+" is not allowed on "+strconv.Quote(string(c.Path()))+" (allowed: "+ep.allow+")")
+			c.Response.Header.Set("Allow", ep.allow)
+			return
+		}
+		h(ctx, c)
+	}
+}
+
+// finish counts and ends a request (deferred by route), recovering a
+// handler's panic.
+func (s *Server) finish(c *fasthttp.RequestCtx, ep *endpoint, span trace.Span) {
+	if p := recover(); p != nil {
+		s.log.Error("server: panic serving a request", "route", ep.name, "path", string(c.Path()), "panic", p, "stack", string(debug.Stack()))
+		c.Response.Reset()
+		writeErrorCtx(c, http.StatusInternalServerError, errInternal, "the handler failed")
+		c.SetConnectionClose()
+	}
+	code := c.Response.StatusCode()
+	if span != nil {
+		s.tracing.end(span, code)
+	}
+	ep.metrics.observe(code, time.Since(c.Time()))
 }
 
 // notFound answers every unknown path.
-func notFound(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotFound, errNotFound, "no route for "+quote(r.URL.Path))
-}
-
-// statusWriter records the status code a handler wrote.
-type statusWriter struct {
-	http.ResponseWriter
-	code        int
-	wroteHeader bool
-}
-
-// WriteHeader records code and passes it on.
-func (w *statusWriter) WriteHeader(code int) {
-	if !w.wroteHeader {
-		w.code, w.wroteHeader = code, true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-// Write marks the header written (200) and passes b on.
-func (w *statusWriter) Write(b []byte) (int, error) {
-	w.wroteHeader = true
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// Flush passes a flush on when the underlying writer supports it.
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+func notFound(_ context.Context, c *fasthttp.RequestCtx) {
+	writeErrorCtx(c, http.StatusNotFound, errNotFound, "no route for "+quote(string(c.Path())))
 }
 
 // httpMetrics are the node's request metrics.
@@ -128,6 +230,7 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 type routeMetrics struct {
 	name     string
 	vec      *prometheus.CounterVec
+	ok       prometheus.Counter         // codes[200]
 	codes    map[int]prometheus.Counter // read-only after creation
 	duration prometheus.Observer
 }
@@ -138,12 +241,15 @@ func (m *httpMetrics) route(name string) *routeMetrics {
 	for _, c := range commonCodes {
 		rm.codes[c] = m.requests.WithLabelValues(name, strconv.Itoa(c))
 	}
+	rm.ok = rm.codes[http.StatusOK]
 	return rm
 }
 
 // observe counts one request.
 func (rm *routeMetrics) observe(code int, d time.Duration) {
-	if c, ok := rm.codes[code]; ok {
+	if code == http.StatusOK {
+		rm.ok.Inc()
+	} else if c, ok := rm.codes[code]; ok {
 		c.Inc()
 	} else {
 		rm.vec.WithLabelValues(rm.name, strconv.Itoa(code)).Inc()

@@ -14,9 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"github.com/valyala/fasthttp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snowchaos/snowchaos/faults"
@@ -86,10 +84,14 @@ type Config struct {
 	// fails within the generator's bound even while the generator's
 	// monotonic clock stands still (a paused fault clock). Zero: 5 s.
 	RequestTimeout time.Duration
-	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
-	// http.Server timeouts. Zero: 5 s, 2×ReadHeaderTimeout,
-	// RequestTimeout + 5 s, and 120 s. Each is at most MaxTimeout, except
-	// IdleTimeout, at most MaxIdleTimeout.
+	// ReadHeaderTimeout bounds reading a request's line and headers from
+	// its first byte; ReadTimeout the whole request (a body, which only
+	// the admin API takes, gets ReadTimeout − ReadHeaderTimeout after its
+	// headers); WriteTimeout writing the response after the handler;
+	// IdleTimeout a keep-alive connection's wait for its next request.
+	// Zero: 5 s, 2×ReadHeaderTimeout, RequestTimeout + 5 s, and 120 s.
+	// Each is at most MaxTimeout, except IdleTimeout, at most
+	// MaxIdleTimeout.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// MaxConns bounds the connections the API listener keeps open. At the
 	// limit, or when the process runs out of descriptors, a new connection
@@ -110,9 +112,11 @@ type Config struct {
 	Registry *prometheus.Registry
 	// ReadyChecks are consulted by /readyz after the generator's Ready.
 	ReadyChecks []ReadyCheck
-	// TracerProvider, when non-nil, wraps every route in OpenTelemetry's
-	// HTTP middleware with spans named "METHOD /route". Nil: no tracing
-	// middleware at all (no per-request cost).
+	// TracerProvider, when non-nil, gives every request a server span
+	// named "METHOD /route" (just "METHOD" for an unknown path), a child
+	// of the caller's span when the request carries one (W3C traceparent,
+	// extracted with the global propagator). Nil: no tracing at all (no
+	// per-request cost).
 	TracerProvider trace.TracerProvider
 	// Logger receives server errors. Nil: slog.Default().
 	Logger *slog.Logger
@@ -128,11 +132,13 @@ type Server struct {
 	tokenHash [sha256.Size]byte
 	reg       *prometheus.Registry
 	metrics   *httpMetrics
+	tracing   *tracing // nil: no tracing
 	log       *slog.Logger
 
-	main  http.Handler // API, health, metrics (+ admin when not split)
-	api   http.Handler // API, health, metrics only
-	admin http.Handler // admin routes only
+	main    fasthttp.RequestHandler // API, health, metrics (+ admin when not split)
+	api     fasthttp.RequestHandler // API, health, metrics only
+	admin   fasthttp.RequestHandler // admin routes only
+	handler http.Handler            // main, for net/http
 
 	batchPool sync.Pool // *batchBuf
 
@@ -215,10 +221,11 @@ func New(c Config) (*Server, error) {
 		c.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	s := &Server{
-		cfg:    c,
-		layout: c.Generator.Settings().Layout,
-		reg:    c.Registry,
-		log:    c.Logger,
+		cfg:     c,
+		layout:  c.Generator.Settings().Layout,
+		reg:     c.Registry,
+		tracing: newTracing(c.TracerProvider),
+		log:     c.Logger,
 	}
 	s.setGenerator(c.Generator)
 	if c.AdminToken != "" {
@@ -235,6 +242,7 @@ func New(c Config) (*Server, error) {
 	if c.AdminToken != "" {
 		s.admin = s.build(false, true)
 	}
+	s.handler = s.netHTTPHandler(s.main)
 	return s, nil
 }
 
@@ -266,65 +274,25 @@ func (s *Server) setGenerator(g *generator.Generator) {
 // Registry returns the registry /metrics exposes.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }
 
-// Handler returns the node's whole handler: the ID API, health, metrics and
-// (when an admin token is configured) the admin API.
-func (s *Server) Handler() http.Handler { return s.main }
+// Handler returns the node's whole handler for net/http: the ID API,
+// health, metrics and (when an admin token is configured) the admin API,
+// with the same routes, errors, metrics and spans as Serve. Serve does not
+// use it for HTTP/1.1 (it serves with fasthttp, without net/http's
+// per-request costs), only for h2c; it is there to embed the node in a
+// net/http server or test it with net/http/httptest. Request bodies beyond
+// MaxBodyBytes are answered 413.
+func (s *Server) Handler() http.Handler { return s.handler }
 
-// APIHandler returns the handler without the admin routes.
-func (s *Server) APIHandler() http.Handler { return s.api }
-
-// AdminHandler returns a handler with only the admin routes, or nil when no
-// admin token is configured.
-func (s *Server) AdminHandler() http.Handler { return s.admin }
-
-// build assembles a handler with the API routes, the admin routes, or both.
-func (s *Server) build(api, admin bool) http.Handler {
-	mux := http.NewServeMux()
-	if api {
-		mux.Handle("/v1/id", s.route("/v1/id", get(s.handleID)))
-		mux.Handle("/v1/ids", s.route("/v1/ids", get(s.handleIDs)))
-		mux.Handle("/v1/decode", s.route("/v1/decode/{id}", get(s.handleDecode)))
-		mux.Handle("/v1/decode/{id...}", s.route("/v1/decode/{id}", get(s.handleDecode)))
-		mux.Handle("/v1/info", s.route("/v1/info", get(s.handleInfo)))
-		mux.Handle("/healthz", s.route("/healthz", get(s.handleHealth)))
-		mux.Handle("/readyz", s.route("/readyz", get(s.handleReady)))
-		prom := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)})
-		mux.Handle("/metrics", s.route("/metrics", get(prom.ServeHTTP)))
-	}
-	if admin {
-		mux.Handle("/admin/v1/faults", s.route("/admin/v1/faults", methods{
-			http.MethodGet:    s.adminOnly(s.handleFaultsGet),
-			http.MethodPost:   s.adminOnly(s.handleFaultsPost),
-			http.MethodDelete: s.adminOnly(s.handleFaultsDelete),
-		}))
-	} else {
-		absent := s.route("/admin", methods{"*": s.adminAbsent})
-		mux.Handle("/admin", absent)
-		mux.Handle("/admin/", absent)
-	}
-	mux.Handle("/", s.route("other", methods{"*": notFound}))
-	var h http.Handler = mux
-	if s.cfg.TracerProvider != nil {
-		h = otelhttp.NewHandler(mux, "snowchaos",
-			otelhttp.WithTracerProvider(s.cfg.TracerProvider),
-			otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
-			otelhttp.WithSpanNameFormatter(spanName))
-	}
-	return h
-}
-
-// spanName names a request's span after its route: "GET /v1/ids".
-func spanName(_ string, r *http.Request) string {
-	if r.Pattern == "" {
-		return r.Method
-	}
-	return r.Method + " " + r.Pattern
-}
+// AdminEnabled reports whether the node serves the admin fault API (an
+// admin token is configured).
+func (s *Server) AdminEnabled() bool { return s.admin != nil }
 
 // Serve serves on main (and the admin API on admin, when non-nil; else on
-// main) until ctx is done, then shuts down gracefully: listeners close at
-// once, in-flight requests finish (bounded by ShutdownTimeout), and Serve
-// returns nil. Every ID a handler obtained from the generator is thus
+// main) until ctx is done: HTTP/1.1 with fasthttp, h2c connections with
+// net/http (see the package doc). It then shuts down gracefully:
+// listeners close at once, idle connections are closed, in-flight
+// requests finish (bounded by ShutdownTimeout; past it every connection is
+// closed), and Serve returns nil. Every ID a handler obtained from the generator is thus
 // written to its client before Serve returns. Serve fails with
 // ErrAdminRemote, before serving anything, when the admin API would listen
 // on a non-loopback address without AdminAllowRemote.
@@ -346,42 +314,31 @@ func (s *Server) Serve(ctx context.Context, main, admin net.Listener) error {
 	}
 	lim := newConnLimiter(main, s.cfg.MaxConns)
 	s.lim.Store(lim)
-	servers := []*http.Server{s.httpServer(s.main)}
-	lns := []net.Listener{lim}
+	servings := []*serving{s.newServing(lim, s.main, s.handler)}
 	if admin != nil {
-		servers[0] = s.httpServer(s.api)
-		servers = append(servers, s.httpServer(s.admin))
-		lns = append(lns, newConnLimiter(admin, min(adminMaxConns, s.cfg.MaxConns)))
+		servings[0] = s.newServing(lim, s.api, s.netHTTPHandler(s.api))
+		servings = append(servings, s.newServing(newConnLimiter(admin, min(adminMaxConns, s.cfg.MaxConns)), s.admin, s.netHTTPHandler(s.admin)))
 	}
-	errc := make(chan error, len(servers))
-	for i, hs := range servers {
-		go func() {
-			err := hs.Serve(lns[i])
-			if errors.Is(err, http.ErrServerClosed) {
-				err = nil
-			}
-			errc <- err
-		}()
+	errc := make(chan error, len(servings))
+	for _, sv := range servings {
+		go func() { errc <- sv.run() }()
 	}
 	var first error
+	received := 0
 	select {
 	case <-ctx.Done():
 	case first = <-errc:
+		received++
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
 	var shutErr error
-	for _, hs := range servers {
-		if err := hs.Shutdown(sctx); err != nil && shutErr == nil {
+	for _, sv := range servings {
+		if err := sv.shutdown(sctx); err != nil && shutErr == nil {
 			shutErr = fmt.Errorf("server: graceful shutdown: %w", err)
-			hs.Close()
 		}
 	}
-	n := len(servers)
-	if first != nil {
-		n--
-	}
-	for range n {
+	for range len(servings) - received {
 		if err := <-errc; err != nil && first == nil {
 			first = err
 		}
@@ -390,28 +347,6 @@ func (s *Server) Serve(ctx context.Context, main, admin net.Listener) error {
 		return first
 	}
 	return shutErr
-}
-
-// httpServer returns an http.Server with the configured timeouts.
-func (s *Server) httpServer(h http.Handler) *http.Server {
-	protocols := new(http.Protocols)
-	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge: one connection, many streams
-	return &http.Server{
-		Protocols:         protocols,
-		Handler:           h,
-		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		ReadTimeout:       s.cfg.ReadTimeout,
-		WriteTimeout:      s.cfg.WriteTimeout,
-		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		ConnState: func(c net.Conn, st http.ConnState) {
-			if lc, ok := c.(*limitedConn); ok {
-				lc.setIdle(st == http.StateIdle)
-			}
-		},
-	}
 }
 
 // MaxConns returns the API listener's connection limit (Config.MaxConns

@@ -16,8 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
@@ -28,15 +32,42 @@ const testToken = "s3cret-token"
 
 // node is a server under test with its generator and fault clock.
 type node struct {
-	gen   *generator.Generator
-	clock *faults.Clock
-	srv   *Server
-	ts    *httptest.Server
+	gen    *generator.Generator
+	clock  *faults.Clock
+	srv    *Server
+	url    string
+	client *http.Client
 }
 
-// newNode starts an httptest server around a fresh generator; mod may
-// adjust the settings and config.
+// serveOn serves srv with Serve on a loopback listener until the end of
+// the test (Serve must then return nil) and returns its base URL.
+func serveOn(t testing.TB, srv *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// newNode serves a fresh generator with Serve (httptest with Handler
+// when embedded is set); mod may adjust the settings and config.
 func newNode(t testing.TB, mod func(*generator.Settings, *Config)) *node {
+	return startNode(t, false, mod)
+}
+
+// startNode is newNode, served by Handler in an httptest server when
+// embedded is set.
+func startNode(t testing.TB, embedded bool, mod func(*generator.Settings, *Config)) *node {
 	t.Helper()
 	clock := faults.New(generator.SystemClock())
 	gs := generator.Settings{Node: 7, Clock: clock, MaxWait: 200 * time.Millisecond}
@@ -53,9 +84,18 @@ func newNode(t testing.TB, mod func(*generator.Settings, *Config)) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); gen.Close() })
-	return &node{gen: gen, clock: clock, srv: srv, ts: ts}
+	t.Cleanup(func() { gen.Close() })
+	n := &node{gen: gen, clock: clock, srv: srv}
+	if embedded {
+		ts := httptest.NewServer(srv.Handler())
+		t.Cleanup(ts.Close)
+		n.url, n.client = ts.URL, ts.Client()
+		return n
+	}
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	n.url, n.client = serveOn(t, srv), &http.Client{Transport: tr}
+	return n
 }
 
 // do sends a request and returns status, headers and body.
@@ -65,14 +105,14 @@ func (n *node) do(t *testing.T, method, path string, hdr map[string]string, body
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, n.ts.URL+path, rd)
+	req, err := http.NewRequest(method, n.url+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := n.ts.Client().Do(req)
+	resp, err := n.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,20 +567,102 @@ func TestSeparateAdminListener(t *testing.T) {
 }
 
 func TestTracingSpanNames(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	n := newNode(t, func(_ *generator.Settings, c *Config) { c.TracerProvider = tp })
-	n.do(t, "GET", "/v1/id", nil, "")
-	n.do(t, "GET", "/v1/ids?count=3", nil, "")
-	n.do(t, "GET", "/v1/decode/12345", nil, "")
-	n.do(t, "GET", "/nope", nil, "")
-	var names []string
-	for _, s := range rec.Ended() {
-		names = append(names, s.Name())
+	for _, embedded := range []bool{false, true} {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		n := startNode(t, embedded, func(_ *generator.Settings, c *Config) { c.TracerProvider = tp })
+		n.do(t, "GET", "/v1/id", nil, "")
+		n.do(t, "GET", "/v1/ids?count=3", nil, "")
+		n.do(t, "GET", "/v1/decode/12345", nil, "")
+		n.do(t, "GET", "/nope", nil, "")
+		n.do(t, "POST", "/v1/id", nil, "")
+		var names []string
+		for _, s := range rec.Ended() {
+			names = append(names, s.Name())
+			if s.SpanKind() != trace.SpanKindServer {
+				t.Errorf("span %q is %v, want a server span", s.Name(), s.SpanKind())
+			}
+		}
+		want := []string{"GET /v1/id", "GET /v1/ids", "GET /v1/decode/{id}", "GET", "POST /v1/id"}
+		if strings.Join(names, "|") != strings.Join(want, "|") {
+			t.Fatalf("embedded %v: span names %q, want %q", embedded, names, want)
+		}
+		if code := attrOf(rec.Ended()[4], "http.response.status_code"); code != "405" {
+			t.Errorf("POST /v1/id span's status code %q, want 405", code)
+		}
 	}
-	want := []string{"GET /v1/id", "GET /v1/ids", "GET /v1/decode/{id...}", "GET /"}
-	if strings.Join(names, "|") != strings.Join(want, "|") {
-		t.Fatalf("span names %q, want %q", names, want)
+}
+
+// attrOf returns the value of a span's attribute key.
+func attrOf(s sdktrace.ReadOnlySpan, key string) string {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
+}
+
+// traceObserver records the trace ID of the context of each refusal.
+type traceObserver struct {
+	mu  sync.Mutex
+	ids []trace.TraceID
+}
+
+func (o *traceObserver) Refused(ctx context.Context, _ error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ids = append(o.ids, trace.SpanContextFromContext(ctx).TraceID())
+}
+func (o *traceObserver) Rewind(context.Context, generator.RewindEvent)                    {}
+func (o *traceObserver) Wait(context.Context, generator.WaitReason, int64, time.Duration) {}
+func (o *traceObserver) Exhausted(context.Context)                                        {}
+func (o *traceObserver) Lead(time.Duration)                                               {}
+func (o *traceObserver) Checkpoint(int64, error)                                          {}
+
+// TestTracingPropagation sends a W3C traceparent: the request's span is
+// its child, and the generator's observer sees the request's trace in the
+// context of a refusal (so a rewind lands on the request's trace).
+func TestTracingPropagation(t *testing.T) {
+	prev := otel.GetTextMapPropagator()
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
+	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	traceparent := map[string]string{"traceparent": "00-" + traceID + "-" + parentID + "-01"}
+	for _, embedded := range []bool{false, true} {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		obs := &traceObserver{}
+		n := startNode(t, embedded, func(s *generator.Settings, c *Config) {
+			c.TracerProvider = tp
+			s.Policy = generator.PolicyRefuse
+			s.Observer = obs
+		})
+		if code, _, body := n.do(t, "GET", "/v1/id", traceparent, ""); code != 200 {
+			t.Fatal(code, body)
+		}
+		n.clock.Step(-time.Second)
+		if code, _, body := n.do(t, "GET", "/v1/id", traceparent, ""); code != 503 {
+			t.Fatal(code, body)
+		}
+		spans := rec.Ended()
+		if len(spans) != 2 {
+			t.Fatalf("embedded %v: %d spans, want 2", embedded, len(spans))
+		}
+		for _, s := range spans {
+			if s.SpanContext().TraceID().String() != traceID || s.Parent().SpanID().String() != parentID || !s.Parent().IsRemote() {
+				t.Errorf("embedded %v: span %q in trace %s under %s, want trace %s under the remote %s",
+					embedded, s.Name(), s.SpanContext().TraceID(), s.Parent().SpanID(), traceID, parentID)
+			}
+		}
+		if st := spans[1].Status(); st.Code != codes.Error {
+			t.Errorf("the 503's span status %v, want Error", st)
+		}
+		obs.mu.Lock()
+		if len(obs.ids) != 1 || obs.ids[0].String() != traceID {
+			t.Errorf("embedded %v: the observer saw refusals in traces %v, want one in %s", embedded, obs.ids, traceID)
+		}
+		obs.mu.Unlock()
 	}
 }
 
@@ -633,7 +755,7 @@ func TestGracefulShutdownLosesNoID(t *testing.T) {
 
 func TestClientIssueAndErrors(t *testing.T) {
 	n := newNode(t, func(s *generator.Settings, _ *Config) { s.Policy = generator.PolicyRefuse })
-	c := &Client{BaseURL: n.ts.URL, Token: testToken}
+	c := &Client{BaseURL: n.url, Token: testToken}
 	ctx := context.Background()
 	dst := make([]generator.ID, 10)
 	if got, err := c.Issue(ctx, dst); got != 10 || err != nil {
@@ -654,7 +776,7 @@ func TestClientIssueAndErrors(t *testing.T) {
 	if err != nil || st.OffsetNs != int64(-2*time.Second) {
 		t.Fatalf("faults: %+v %v", st, err)
 	}
-	if _, err := (&Client{BaseURL: n.ts.URL, Token: "bad"}).Faults(ctx); !errors.As(err, &se) || se.Code != 403 {
+	if _, err := (&Client{BaseURL: n.url, Token: "bad"}).Faults(ctx); !errors.As(err, &se) || se.Code != 403 {
 		t.Fatalf("bad token: %v", err)
 	}
 	pe := &PartialError{Got: 3, Reason: "generator: wait deadline exceeded by 1s (policy wait)"}

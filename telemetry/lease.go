@@ -59,6 +59,9 @@ type LeaseCollector struct {
 	expiry   *prometheus.GaugeVec
 	renewals *prometheus.CounterVec
 	handoff  *prometheus.HistogramVec
+	skew     *prometheus.GaugeVec
+	peers    *prometheus.GaugeVec
+	refused  *prometheus.CounterVec
 
 	nodes nodeSet[*LeaseMetrics]
 }
@@ -92,6 +95,18 @@ func NewLeaseCollector(o Options) *LeaseCollector {
 			Help:    "Time a new holder of a worker ID waited for the previous holder's last issued time to pass, seconds.",
 			Buckets: HandoffBuckets,
 		}, with()),
+		skew: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snowflake_lease_peer_clock_skew_seconds",
+			Help: "This node's wall clock minus the median of its live peers' clocks, as estimated through the lease store by the peer clock check at its last start, seconds; 0 when it compared with no peer (see snowflake_lease_peer_clock_peers).",
+		}, with()),
+		peers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snowflake_lease_peer_clock_peers",
+			Help: "Live peers (other holders whose clock reports the lease store keeps) the peer clock check compared this node's clock with at its last start.",
+		}, with()),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snowflake_lease_peer_clock_refusals_total",
+			Help: "Starts the peer clock check refused: this node's clock was off the median of its live peers' by more than the bound; the lease was released and nothing issued.",
+		}, with()),
 	}
 	c.nodes.opts = o
 	return c
@@ -103,6 +118,9 @@ func (c *LeaseCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.expiry.Describe(ch)
 	c.renewals.Describe(ch)
 	c.handoff.Describe(ch)
+	c.skew.Describe(ch)
+	c.peers.Describe(ch)
+	c.refused.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -111,6 +129,9 @@ func (c *LeaseCollector) Collect(ch chan<- prometheus.Metric) {
 	c.expiry.Collect(ch)
 	c.renewals.Collect(ch)
 	c.handoff.Collect(ch)
+	c.skew.Collect(ch)
+	c.peers.Collect(ch)
+	c.refused.Collect(ch)
 }
 
 // Node returns the LeaseMetrics of the holder named name, creating it (and
@@ -121,6 +142,9 @@ func (c *LeaseCollector) Node(name string) (*LeaseMetrics, error) {
 		m := &LeaseMetrics{
 			expiry:  c.expiry.WithLabelValues(lv...),
 			handoff: c.handoff.WithLabelValues(lv...),
+			skew:    c.skew.WithLabelValues(lv...),
+			peers:   c.peers.WithLabelValues(lv...),
+			refused: c.refused.WithLabelValues(lv...),
 		}
 		for i, st := range leaseStates {
 			m.state[i] = c.state.WithLabelValues(withLabels(lv, string(st))...)
@@ -153,6 +177,9 @@ type LeaseMetrics struct {
 	expiry   prometheus.Gauge
 	renewals [3]prometheus.Counter
 	handoff  prometheus.Observer
+	skew     prometheus.Gauge
+	peers    prometheus.Gauge
+	refused  prometheus.Counter
 }
 
 // SetState makes s the current state; an unknown state clears all four.
@@ -212,4 +239,18 @@ func (m *LeaseMetrics) ObserveHandoffWaitContext(ctx context.Context, d time.Dur
 		return
 	}
 	observe(m.handoff, d.Seconds(), trace.SpanContextFromContext(ctx))
+}
+
+// ObservePeerCheck records a peer clock check: this node's clock minus
+// the median of its peers' (zero without peers), how many live peers it
+// compared with, and whether it refused the start.
+func (m *LeaseMetrics) ObservePeerCheck(skew time.Duration, peers int, refused bool) {
+	if m == nil {
+		return
+	}
+	m.skew.Set(skew.Seconds())
+	m.peers.Set(float64(peers))
+	if refused {
+		m.refused.Inc()
+	}
 }

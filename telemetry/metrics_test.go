@@ -183,6 +183,9 @@ func TestEveryKnownLabelValueFromTheStart(t *testing.T) {
 		"snowflake_lease_expiry_timestamp_seconds":    1,
 		"snowflake_lease_renewals_total":              3,
 		"snowflake_lease_handoff_wait_seconds":        1,
+		"snowflake_lease_peer_clock_skew_seconds":     1,
+		"snowflake_lease_peer_clock_peers":            1,
+		"snowflake_lease_peer_clock_refusals_total":   1,
 	}
 	for name, want := range counts {
 		mf, ok := fams[name]
@@ -220,6 +223,7 @@ func fullRegistry(t *testing.T) *prometheus.Registry {
 	lm.SetExpiry(time.Unix(1_800_000_000, 0))
 	lm.ObserveRenewal(telemetry.RenewalOK)
 	lm.ObserveHandoffWait(30 * time.Millisecond)
+	lm.ObservePeerCheck(-20*time.Millisecond, 2, false)
 	return reg
 }
 
@@ -419,6 +423,7 @@ func TestNilSafe(t *testing.T) {
 	l.SetExpiry(time.Now())
 	l.ObserveRenewal(telemetry.RenewalOK)
 	l.ObserveHandoffWait(time.Second)
+	l.ObservePeerCheck(time.Second, 1, true)
 }
 
 func TestRefusalReason(t *testing.T) {

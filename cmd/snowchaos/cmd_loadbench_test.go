@@ -3,17 +3,37 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/server"
 )
+
+func init() {
+	// The servers' child process is this test binary running main.
+	selfCommand = func(args ...string) (*exec.Cmd, error) {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), runMainEnv+"=1")
+		return cmd, nil
+	}
+}
 
 func TestLoadbench(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := dispatch(context.Background(), []string{"loadbench", "--duration", "200ms", "--no-pg", "--workers", "4", "--batch", "256"}, &out, &errb)
+	code := dispatch(context.Background(), []string{"loadbench", "--duration", "200ms", "--no-pg", "--workers", "4", "--batch", "256", "--rounds", "2"}, &out, &errb)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errb)
 	}
-	for _, want := range []string{"HTTP GET /v1/id", "HTTP GET /v1/ids?count=256", "in-process"} {
+	for _, want := range []string{"node GET /v1/id (4 conns)", "reference: bare net/http, constant ID", "reference: bare fasthttp, constant ID",
+		"node GET /v1/ids?count=256, text", "node GET /v1/ids?count=256, JSON", "constant 256 IDs, JSON", "in-process",
+		"single-ID node / fasthttp:", "single-ID node / net/http:", "batch text:", "batch JSON:", "load average", "µs of server CPU per request"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, &out)
 		}
@@ -21,5 +41,92 @@ func TestLoadbench(t *testing.T) {
 	out.Reset()
 	if code := dispatch(context.Background(), []string{"loadbench", "--duration", "0s"}, &out, &errb); code != exitInvalid {
 		t.Fatalf("bad duration: exit %d", code)
+	}
+	if code := dispatch(context.Background(), []string{"loadbench", "--rounds", "51"}, &out, &errb); code != exitInvalid {
+		t.Fatalf("--rounds 51: exit %d", code)
+	}
+}
+
+// firstAllowedCPU returns the first CPU this process may run on (from
+// /proc/self/status), skipping the test where that is unknown.
+func firstAllowedCPU(t *testing.T) string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("CPU affinity unknown here: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if list, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			first, _, _ := strings.Cut(strings.TrimSpace(list), ",")
+			first, _, _ = strings.Cut(first, "-")
+			return first
+		}
+	}
+	t.Skip("no Cpus_allowed_list in /proc/self/status")
+	return ""
+}
+
+// TestLoadbenchJSONAndPinning runs one round pinned (servers and client
+// on the first CPU this process may use) and checks the JSON: every row
+// measured, the servers' CPU per request known, nothing failed.
+func TestLoadbenchJSONAndPinning(t *testing.T) {
+	cpu := firstAllowedCPU(t)
+	// In a child process: pinning binds every thread of the process.
+	cmd, err := selfCommand("loadbench", "--duration", "200ms", "--no-pg", "--workers", "2", "--batch", "64",
+		"--pin-server", cpu, "--pin-client", cpu, "--json", "--phases", "single,batch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, &out, &errb)
+	}
+	var res struct {
+		Setup string
+		Rows  []benchRow
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Setup, "servers in one process, GOMAXPROCS 1, pinned to CPU "+cpu) || !strings.Contains(res.Setup, "client GOMAXPROCS 1, pinned to CPU "+cpu) {
+		t.Errorf("setup %q", res.Setup)
+	}
+	if len(res.Rows) != 7 {
+		t.Fatalf("%d rows, want 7: %s", len(res.Rows), &out)
+	}
+	for _, r := range res.Rows {
+		s := r.Samples[0]
+		if s.Requests == 0 || s.Failures != 0 || s.CPUPerReq <= 0 || s.CPUPerReq > time.Second {
+			t.Errorf("%s: %+v", r.Name, s)
+		}
+	}
+}
+
+// TestLoadbenchCatchesDuplicates points loadbench at a "node" that
+// answers the same ID every time: the run fails, counting duplicates.
+func TestLoadbenchCatchesDuplicates(t *testing.T) {
+	g, err := generator.New(generator.Settings{Node: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	id, _ := g.Next()
+	info := server.Info{Node: 1, Layout: server.NewLayoutInfo(g.Settings().Layout), Policy: "wait", MaxWait: "1s", MaxLead: "1s", MaxBatch: 4096}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/info" {
+			json.NewEncoder(w).Encode(info)
+			return
+		}
+		w.Write([]byte(id.String() + "\n"))
+	}))
+	defer ts.Close()
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), []string{"loadbench", "--duration", "200ms", "--no-pg", "--workers", "2", "--phases", "single", "--json", "--target", ts.URL}, &out, &errb)
+	var res struct{ Rows []benchRow }
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v: %s %s", err, &out, &errb)
+	}
+	if code != exitFailure || len(res.Rows) == 0 || res.Rows[0].Samples[0].Duplicates == 0 {
+		t.Fatalf("exit %d, want %d with duplicates; stdout:\n%s\nstderr:\n%s", code, exitFailure, &out, &errb)
 	}
 }

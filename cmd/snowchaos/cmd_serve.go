@@ -45,14 +45,20 @@ SNOWCHAOS_MAX_WAIT, and so on (the flag wins). Prefer SNOWCHAOS_ADMIN_TOKEN
 (or --admin-token-file) to --admin-token, which other users can read in the
 process list.
 
+With --lease the node reports its clock through the lease store with
+every renewal, and at start compares its clock with the median of the
+live peers' (the other holders'): off by more than --peer-clock-max-skew,
+it releases its lease and exits 2, naming the peers and the skew.
+
 A stored mark ahead of the clock (--checkpoint, or the lease's) holds the
 node: it issues no ID until its clock passes the mark, which serve logs at
 start (WARN when longer than --max-wait: not ready until then). A mark at
 or beyond the end of the layout's lifetime is refused.
 
 Exit codes: 0 clean shutdown, 1 serving failed, 2 bad flags or environment
-(including a stored mark beyond the layout's lifetime), 130 or 143 when a
-second SIGINT or SIGTERM cut the graceful shutdown short.
+(including a stored mark beyond the layout's lifetime, and a start the
+lease or the peer clock check refused), 130 or 143 when a second SIGINT or
+SIGTERM cut the graceful shutdown short.
 
 flags:
 `
@@ -77,6 +83,7 @@ type serveFlags struct {
 	leaseURL, holder        string
 	leaseTTL                time.Duration
 	leaseSkew               time.Duration
+	peerSkew                time.Duration
 	markAtRenewal           bool // settable only in a -tags negativecontrols build
 	ntpServers              string
 	ntpMaxOffset, ntpEvery  time.Duration
@@ -116,6 +123,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.holder, "holder", "", "lease holder identity (empty: $POD_NAME, $HOSTNAME or the host name)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", lease.DefaultTTL, "lease duration")
 	fs.DurationVar(&f.leaseSkew, "lease-skew-budget", 0, "extra wait past the previous holder's recorded mark on taking over its worker ID, at most "+lease.MaxSkewBudget.String()+": for marks that lag what was issued (README: handoff guard); clock offsets need none")
+	fs.DurationVar(&f.peerSkew, "peer-clock-max-skew", lease.DefaultPeerClockMaxSkew, "with --lease, refuse to start (exit 2) when the clock is off the median of the live peers' clocks, as reported through the lease store, by more than this, at most "+lease.MaxPeerClockSkew.String()+" (0: no check)")
 	fs.StringVar(&f.leaseSchema, "lease-schema", "", "Postgres lease schema (empty: public)")
 	fs.StringVar(&f.leaseTable, "lease-table", "", "Postgres lease table (empty: worker_leases)")
 	fs.StringVar(&f.ntpServers, "ntp-server", "", "NTP servers to watch (comma separated); the node is not ready while the offset passes --ntp-max-offset")
@@ -245,6 +253,12 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 	if f.leaseSkew != 0 && f.leaseURL == "" {
 		return nil, errors.New("--lease-skew-budget needs --lease")
 	}
+	if f.peerSkew < 0 || f.peerSkew > lease.MaxPeerClockSkew {
+		return nil, fmt.Errorf("--peer-clock-max-skew %v outside [0, %v]", f.peerSkew, lease.MaxPeerClockSkew)
+	}
+	if f.peerSkew != lease.DefaultPeerClockMaxSkew && f.leaseURL == "" {
+		return nil, errors.New("--peer-clock-max-skew needs --lease")
+	}
 	if f.checkpoint != "" {
 		nc.Checkpoint = generator.NewFileCheckpoint(f.checkpoint)
 	}
@@ -261,8 +275,12 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 			return nil, fmt.Errorf("registering lease metrics: %v", err)
 		}
 		nc.LeaseMetrics = lc.MustNode("")
-		nc.Lease = &node.Lease{Registry: store, Holder: f.holder, TTL: f.leaseTTL, SkewBudget: f.leaseSkew,
+		nc.Lease = &node.Lease{Registry: store, Holder: f.holder, TTL: f.leaseTTL, SkewBudget: f.leaseSkew, PeerClockMaxSkew: f.peerSkew,
 			Controls: node.Controls{NoMarkWriteThrough: f.markAtRenewal, NoFence: f.noFence}}
+		if f.peerSkew == 0 {
+			nc.Lease.PeerClockMaxSkew = -1
+			n.log.Warn("peer clock check off (--peer-clock-max-skew 0): the node starts whatever its clock reads against its peers'")
+		}
 	}
 	actx, acancel := context.WithTimeout(ctx, 2*f.leaseTTL+5*time.Second)
 	n.node, err = node.New(actx, nc)
@@ -326,7 +344,7 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 
 // isLeaseError reports whether err came from acquiring the lease.
 func isLeaseError(err error) bool {
-	for _, e := range []error{lease.ErrAllTaken, lease.ErrUnavailable, lease.ErrInvalidConfig, lease.ErrInvalidRequest, lease.ErrLost, context.DeadlineExceeded} {
+	for _, e := range []error{lease.ErrAllTaken, lease.ErrPeerClockSkew, lease.ErrUnavailable, lease.ErrInvalidConfig, lease.ErrInvalidRequest, lease.ErrLost, context.DeadlineExceeded} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -413,7 +431,7 @@ func (n *serveNode) serve(ctx context.Context, stdout, stderr io.Writer) int {
 	srv := n.srv.Load()
 	st := srv.Generator().Settings()
 	n.log.Info("serving", "worker", st.Node, "layout", st.Layout.Name, "epoch", st.Layout.Epoch.Format(time.RFC3339),
-		"policy", st.Policy.String(), "max_wait", st.MaxWait, "admin", srv.AdminHandler() != nil, "max_conns", srv.MaxConns())
+		"policy", st.Policy.String(), "max_wait", st.MaxWait, "admin", srv.AdminEnabled(), "max_conns", srv.MaxConns())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	if adminLn != nil {
 		fmt.Fprintf(stdout, "admin listening on %s\n", adminLn.Addr())

@@ -14,6 +14,8 @@ import (
 
 	"github.com/snowchaos/snowchaos/internal/testenv"
 	"github.com/snowchaos/snowchaos/internal/testenv/pgtest"
+	"github.com/snowchaos/snowchaos/lease"
+	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
 	"github.com/snowchaos/snowchaos/server"
 )
 
@@ -133,33 +135,37 @@ func TestServeBadInput(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		"remote admin":       {args: []string{"--listen", "0.0.0.0:0", "--admin-token", "x"}, want: "non-loopback"},
-		"remote admin addr":  {args: []string{"--listen", "127.0.0.1:0", "--admin-addr", ":0", "--admin-token", "x"}, want: "non-loopback"},
-		"admin addr, no tok": {args: []string{"--admin-addr", "127.0.0.1:0"}, want: "admin token"},
-		"policy":             {args: []string{"--policy", "sometimes"}, want: "sometimes"},
-		"layout":             {args: []string{"--layout", "1/2/3"}, want: "1/2/3"},
-		"epoch":              {args: []string{"--epoch", "yesterday"}, want: "yesterday"},
-		"future epoch":       {args: []string{"--epoch", "2999-01-01T00:00:00Z"}, want: "Epoch"},
-		"worker":             {args: []string{"--worker", "5000"}, want: "5000"},
-		"worker with lease":  {args: []string{"--worker", "5000", "--lease", "memory"}, want: "--worker 5000"},
-		"negative worker":    {args: []string{"--worker", "-1", "--lease", "memory"}, want: "--worker -1"},
-		"clock offset":       {args: []string{"--clock-offset", "2562047h"}, want: "--clock-offset"},
-		"max wait":           {args: []string{"--max-wait", "100h"}, want: "--max-wait 100h0m0s out of range"},
-		"lease ttl":          {args: []string{"--lease", "memory", "--lease-ttl", "-1s"}, want: "--lease-ttl"},
-		"idle timeout":       {args: []string{"--idle-timeout", "2h"}, want: "IdleTimeout"},
-		"long holder":        {args: []string{"--lease", "memory", "--holder", strings.Repeat("h", 300)}, want: "lease: invalid config: holder longer than 253 bytes"},
-		"lease":              {args: []string{"--lease", "carrier-pigeon"}, want: "carrier-pigeon"},
-		"env":                {env: map[string]string{"SNOWCHAOS_MAX_WAIT": "soon"}, want: "SNOWCHAOS_MAX_WAIT"},
-		"extra args":         {args: []string{"now"}, want: "unexpected"},
-		"unknown flag":       {args: []string{"--nope"}, want: "nope"},
-		"token file":         {args: []string{"--admin-token-file", "/nonexistent/tok"}, want: "admin-token-file"},
-		"blank token env":    {env: map[string]string{"SNOWCHAOS_ADMIN_TOKEN": " \n"}, want: "SNOWCHAOS_ADMIN_TOKEN"},
-		"blank token flag":   {args: []string{"--admin-token", "\t"}, want: "--admin-token"},
-		"max batch":          {args: []string{"--listen", "127.0.0.1:0", "--max-batch", "-1"}, want: "MaxBatch"},
-		"skew above max":     {args: []string{"--lease", "memory", "--lease-skew-budget", "2m"}, want: "--lease-skew-budget 2m0s outside [0, 1m0s]"},
-		"negative skew":      {args: []string{"--lease", "memory", "--lease-skew-budget", "-1s"}, want: "--lease-skew-budget -1s outside [0, 1m0s]"},
-		"skew without lease": {args: []string{"--lease-skew-budget", "1s"}, want: "--lease-skew-budget needs --lease"},
-		"skew env":           {env: map[string]string{"SNOWCHAOS_LEASE_SKEW_BUDGET": "soon"}, want: "SNOWCHAOS_LEASE_SKEW_BUDGET"},
+		"remote admin":        {args: []string{"--listen", "0.0.0.0:0", "--admin-token", "x"}, want: "non-loopback"},
+		"remote admin addr":   {args: []string{"--listen", "127.0.0.1:0", "--admin-addr", ":0", "--admin-token", "x"}, want: "non-loopback"},
+		"admin addr, no tok":  {args: []string{"--admin-addr", "127.0.0.1:0"}, want: "admin token"},
+		"policy":              {args: []string{"--policy", "sometimes"}, want: "sometimes"},
+		"layout":              {args: []string{"--layout", "1/2/3"}, want: "1/2/3"},
+		"epoch":               {args: []string{"--epoch", "yesterday"}, want: "yesterday"},
+		"future epoch":        {args: []string{"--epoch", "2999-01-01T00:00:00Z"}, want: "Epoch"},
+		"worker":              {args: []string{"--worker", "5000"}, want: "5000"},
+		"worker with lease":   {args: []string{"--worker", "5000", "--lease", "memory"}, want: "--worker 5000"},
+		"negative worker":     {args: []string{"--worker", "-1", "--lease", "memory"}, want: "--worker -1"},
+		"clock offset":        {args: []string{"--clock-offset", "2562047h"}, want: "--clock-offset"},
+		"max wait":            {args: []string{"--max-wait", "100h"}, want: "--max-wait 100h0m0s out of range"},
+		"lease ttl":           {args: []string{"--lease", "memory", "--lease-ttl", "-1s"}, want: "--lease-ttl"},
+		"idle timeout":        {args: []string{"--idle-timeout", "2h"}, want: "IdleTimeout"},
+		"long holder":         {args: []string{"--lease", "memory", "--holder", strings.Repeat("h", 300)}, want: "lease: invalid config: holder longer than 253 bytes"},
+		"lease":               {args: []string{"--lease", "carrier-pigeon"}, want: "carrier-pigeon"},
+		"env":                 {env: map[string]string{"SNOWCHAOS_MAX_WAIT": "soon"}, want: "SNOWCHAOS_MAX_WAIT"},
+		"extra args":          {args: []string{"now"}, want: "unexpected"},
+		"unknown flag":        {args: []string{"--nope"}, want: "nope"},
+		"token file":          {args: []string{"--admin-token-file", "/nonexistent/tok"}, want: "admin-token-file"},
+		"blank token env":     {env: map[string]string{"SNOWCHAOS_ADMIN_TOKEN": " \n"}, want: "SNOWCHAOS_ADMIN_TOKEN"},
+		"blank token flag":    {args: []string{"--admin-token", "\t"}, want: "--admin-token"},
+		"max batch":           {args: []string{"--listen", "127.0.0.1:0", "--max-batch", "-1"}, want: "MaxBatch"},
+		"skew above max":      {args: []string{"--lease", "memory", "--lease-skew-budget", "2m"}, want: "--lease-skew-budget 2m0s outside [0, 1m0s]"},
+		"negative skew":       {args: []string{"--lease", "memory", "--lease-skew-budget", "-1s"}, want: "--lease-skew-budget -1s outside [0, 1m0s]"},
+		"skew without lease":  {args: []string{"--lease-skew-budget", "1s"}, want: "--lease-skew-budget needs --lease"},
+		"skew env":            {env: map[string]string{"SNOWCHAOS_LEASE_SKEW_BUDGET": "soon"}, want: "SNOWCHAOS_LEASE_SKEW_BUDGET"},
+		"peer skew above max": {args: []string{"--lease", "memory", "--peer-clock-max-skew", "2h"}, want: "--peer-clock-max-skew 2h0m0s outside [0, 1h0m0s]"},
+		"negative peer skew":  {args: []string{"--lease", "memory", "--peer-clock-max-skew", "-1s"}, want: "--peer-clock-max-skew -1s outside [0, 1h0m0s]"},
+		"peer skew, no lease": {args: []string{"--peer-clock-max-skew", "5s"}, want: "--peer-clock-max-skew needs --lease"},
+		"peer skew env":       {env: map[string]string{"SNOWCHAOS_PEER_CLOCK_MAX_SKEW": "soon"}, want: "SNOWCHAOS_PEER_CLOCK_MAX_SKEW"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range tc.env {
@@ -297,5 +303,54 @@ func TestServePostgresLease(t *testing.T) {
 	var held int
 	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM "+schema+".worker_leases WHERE leased_until > now()").Scan(&held); err != nil || held != 0 {
 		t.Fatalf("leases still held after shutdown: %d (%v)", held, err)
+	}
+}
+
+// TestServePeerClockCheck: with a live peer in the Postgres lease store
+// reporting the real time, a serve whose clock is 10 s behind exits 2
+// naming the peer and the skew, its lease released; with
+// --peer-clock-max-skew 0 (or SNOWCHAOS_PEER_CLOCK_MAX_SKEW=20s) it starts.
+func TestServePeerClockCheck(t *testing.T) {
+	conn, dsn := pgtest.Connect(t)
+	schema := fmt.Sprintf("serve_peer_%d", time.Now().UnixNano())
+	t.Cleanup(func() { conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reg, err := leasepg.Open(ctx, dsn, leasepg.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	if _, err := reg.Acquire(ctx, lease.Request{Holder: "peer", Range: lease.Range{Min: 1, Max: 1}, TTL: time.Minute, ClockMs: time.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--listen", "127.0.0.1:0", "--lease", dsn, "--lease-schema", schema, "--worker", "3", "--holder", "late", "--clock-offset", "-10s"}
+	var out, errb bytes.Buffer
+	if code := dispatch(ctx, append([]string{"serve"}, args...), &out, &errb); code != exitInvalid {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, errb.String())
+	}
+	for _, want := range []string{"acquiring a worker lease from", "lease: peer clock skew", "behind the median of its 1 live peers", "worker 1 (peer)", "worker 3 released"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	if strings.Contains(out.String(), "listening") {
+		t.Fatalf("listened despite the refusal: %s", out.String())
+	}
+	var held int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+schema+".worker_leases WHERE holder = 'late' AND leased_until > now()").Scan(&held); err != nil || held != 0 {
+		t.Fatalf("the refused node still holds %d leases (%v)", held, err)
+	}
+	_, stop, stderr := startServe(t, append(args, "--peer-clock-max-skew", "0")...)
+	if code := stop(); code != exitOK {
+		t.Fatalf("with the check off: exit %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr.String(), "peer clock check off") {
+		t.Errorf("no warning that the check is off:\n%s", stderr)
+	}
+	t.Setenv("SNOWCHAOS_PEER_CLOCK_MAX_SKEW", "20s")
+	_, stop, stderr = startServe(t, args...)
+	if code := stop(); code != exitOK {
+		t.Fatalf("with a 20s bound: exit %d:\n%s", code, stderr)
 	}
 }

@@ -41,8 +41,9 @@ const (
 	// MetricWait is how long a request took from its arrival to its answer.
 	MetricWait Metric = "wait"
 	// MetricRefusedStarts counts node starts (first starts, restarts,
-	// clones, handoffs) that the lease refused a worker ID: every one in
-	// the range was held.
+	// clones, handoffs) that the lease refused: every worker ID in the
+	// range was held, or the node's clock was off its live peers' (the
+	// peer clock check).
 	MetricRefusedStarts Metric = "refused_starts"
 	// MetricRebinds counts the times a node lost its lease, acquired
 	// another one and rebuilt its generator on it.

@@ -416,10 +416,12 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 }
 
 var nodeKeys = []string{"name", "worker", "policy", "max_wait", "max_lead", "reserve", "layout", "epoch", "checkpoint", "lease",
-	"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "mark_write_through", "clock_offset"}
+	"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "mark_write_through", "peer_clock_check", "peer_clock_max_skew",
+	"clock_offset"}
 
 // leaseKeys are the node keys that only mean something with a lease.
-var leaseKeys = []string{"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "mark_write_through"}
+var leaseKeys = []string{"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "mark_write_through",
+	"peer_clock_check", "peer_clock_max_skew"}
 
 func (p *parser) nodes(n *yaml.Node) []Node {
 	items := p.sequence(n, "nodes")
@@ -516,6 +518,12 @@ func (p *parser) nodes(n *yaml.Node) []Node {
 				nd.NoMarkWriteThrough = !b
 			}
 		}
+		if e, ok := m["peer_clock_check"]; ok {
+			if b, ok := p.boolean(e.val, path+".peer_clock_check"); ok {
+				nd.NoPeerClockCheck = !b
+			}
+		}
+		nd.PeerClockMaxSkew = p.peerClockMaxSkew(m, path)
 		if nd.Lease == LeaseNone {
 			for _, k := range leaseKeys {
 				if e, ok := m[k]; ok {
@@ -552,6 +560,20 @@ func (p *parser) leaseTTL(m map[string]entry, path string) time.Duration {
 	d, ok := p.duration(e.val, path+".lease_ttl", false)
 	if ok && d < minLeaseTTL {
 		p.errorf(e.val, path+".lease_ttl", "%s is shorter than %s: the lease keeper renews every third of it within a safety margin", d, minLeaseTTL)
+		return 0
+	}
+	return d
+}
+
+// peerClockMaxSkew parses a peer clock check bound within (0, lease.MaxPeerClockSkew].
+func (p *parser) peerClockMaxSkew(m map[string]entry, path string) time.Duration {
+	e, ok := m["peer_clock_max_skew"]
+	if !ok {
+		return 0
+	}
+	d, ok := p.duration(e.val, path+".peer_clock_max_skew", false)
+	if ok && (d <= 0 || d > lease.MaxPeerClockSkew) {
+		p.errorf(e.val, path+".peer_clock_max_skew", "%s outside (0, %s] (switch the check off with peer_clock_check: off)", FormatDuration(d), FormatDuration(lease.MaxPeerClockSkew))
 		return 0
 	}
 	return d
@@ -647,7 +669,8 @@ func redactURL(v string) string {
 }
 
 var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint",
-	"lease_ttl", "handoff_guard", "pause_check", "fence", "mark_write_through", "not_applicable", "invariants", "exec"}
+	"lease_ttl", "handoff_guard", "pause_check", "fence", "mark_write_through", "peer_clock_check", "peer_clock_max_skew",
+	"not_applicable", "invariants", "exec"}
 
 func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 	var out []Target
@@ -717,6 +740,12 @@ func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 					t.MarkWriteThrough = &b
 				}
 			}
+			if e, ok := m["peer_clock_check"]; ok {
+				if b, ok := p.boolean(e.val, path+".peer_clock_check"); ok {
+					t.PeerClockCheck = &b
+				}
+			}
+			t.PeerClockMaxSkew = p.peerClockMaxSkew(m, path)
 			if e, ok := m["not_applicable"]; ok {
 				if v, ok := p.scalar(e.val, path+".not_applicable", "ok or error"); ok {
 					switch strings.ToLower(v) {

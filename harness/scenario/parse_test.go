@@ -136,6 +136,10 @@ invariants: ["duplicates == 0"]
 			`6: faults[0].gap: a crash handoff's gap (2s) must be at least node a's lease TTL (10s under target leased)`},
 		{"mark write-through without lease", strings.Replace(base, "worker: 1}", "worker: 1, mark_write_through: off}", 1), `3: nodes[0].mark_write_through: mark_write_through needs a lease: add lease: memory to the node`},
 		{"mark write-through value", base + "targets: [{name: wait, mark_write_through: later}]\n", `6: targets[0].mark_write_through: want on or off`},
+		{"peer check without lease", strings.Replace(base, "worker: 1}", "worker: 1, peer_clock_check: off}", 1), `3: nodes[0].peer_clock_check: peer_clock_check needs a lease: add lease: memory to the node`},
+		{"peer check value", base + "targets: [{name: wait, peer_clock_check: sometimes}]\n", `6: targets[0].peer_clock_check: want on or off`},
+		{"peer skew zero", strings.Replace(base, "worker: 1}", "worker: 1, lease: memory, peer_clock_max_skew: 0s}", 1), `3: nodes[0].peer_clock_max_skew: 0s outside (0, 1h0m0s] (switch the check off with peer_clock_check: off)`},
+		{"peer skew above max", base + "targets: [{name: wait, lease: memory, peer_clock_max_skew: 2h}]\n", `6: targets[0].peer_clock_max_skew: 2h0m0s outside (0, 1h0m0s]`},
 		{"refused starts during", strings.Replace(base, `"duplicates == 0"`, `"refused_starts == 0 during x"`, 1), `refused_starts is counted over the whole run`},
 	}
 	for _, c := range cases {
@@ -307,7 +311,7 @@ func TestParseLeaseKnobs(t *testing.T) {
 	s, err := Parse("lease.yaml", []byte(`name: lease
 duration: 10s
 nodes:
-  - {name: a, worker: 3, lease: memory, lease_ttl: 2s, worker_range: 0-11, handoff_guard: off, pause_check: off, fence: off, mark_write_through: off}
+  - {name: a, worker: 3, lease: memory, lease_ttl: 2s, worker_range: 0-11, handoff_guard: off, pause_check: off, fence: off, mark_write_through: off, peer_clock_check: off, peer_clock_max_skew: 30s}
   - {name: b, worker: 4, lease: memory, worker_range: [4, 4]}
 load: {rate: 100/s}
 faults:
@@ -318,16 +322,18 @@ faults:
 invariants: ["duplicates == 0", "refused_starts == 0", "rebinds >= 1", "availability < 1 during down"]
 targets:
   - wait
-  - {name: x, use: wait, lease_ttl: 3s, handoff_guard: on, pause_check: on, fence: on, mark_write_through: on, not_applicable: ok}
+  - {name: x, use: wait, lease_ttl: 3s, handoff_guard: on, pause_check: on, fence: on, mark_write_through: on, peer_clock_check: on, peer_clock_max_skew: 5s, not_applicable: ok}
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, b := s.Nodes[0], s.Nodes[1]
-	if a.LeaseTTL != 2*time.Second || a.WorkerRange == nil || *a.WorkerRange != (WorkerRange{0, 11}) || !a.NoHandoffGuard || !a.NoPauseCheck || !a.NoFence || !a.NoMarkWriteThrough {
+	if a.LeaseTTL != 2*time.Second || a.WorkerRange == nil || *a.WorkerRange != (WorkerRange{0, 11}) || !a.NoHandoffGuard || !a.NoPauseCheck || !a.NoFence || !a.NoMarkWriteThrough ||
+		!a.NoPeerClockCheck || a.PeerClockMaxSkew != 30*time.Second {
 		t.Fatalf("node a: %+v", a)
 	}
-	if b.LeaseTTL != 0 || *b.WorkerRange != (WorkerRange{4, 4}) || b.NoHandoffGuard || b.NoPauseCheck || b.NoFence || b.NoMarkWriteThrough || b.WorkerRange.Len() != 1 {
+	if b.LeaseTTL != 0 || *b.WorkerRange != (WorkerRange{4, 4}) || b.NoHandoffGuard || b.NoPauseCheck || b.NoFence || b.NoMarkWriteThrough || b.WorkerRange.Len() != 1 ||
+		b.NoPeerClockCheck || b.PeerClockMaxSkew != 0 {
 		t.Fatalf("node b: %+v", b)
 	}
 	if f := s.Faults[0]; f.Kind != faults.KindStoreOutage || f.Partition || !f.All || f.Span(0) != 2*time.Second || f.Kind.Clock() {
@@ -346,7 +352,8 @@ targets:
 	if !x.NotApplicable || s.Targets[0].NotApplicable || x.LeaseTTL != 3*time.Second {
 		t.Fatalf("targets: %+v", s.Targets)
 	}
-	if n := x.Apply(a); n.LeaseTTL != 3*time.Second || n.NoHandoffGuard || n.NoPauseCheck || n.NoFence || n.NoMarkWriteThrough {
+	if n := x.Apply(a); n.LeaseTTL != 3*time.Second || n.NoHandoffGuard || n.NoPauseCheck || n.NoFence || n.NoMarkWriteThrough ||
+		n.NoPeerClockCheck || n.PeerClockMaxSkew != 5*time.Second {
 		t.Fatalf("applied: %+v", n)
 	}
 	if s.Invariants[1].Metric != MetricRefusedStarts || s.Invariants[2].Metric != MetricRebinds {

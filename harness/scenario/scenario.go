@@ -130,6 +130,12 @@ type Node struct {
 	// behaviour before marks were recorded ahead): after a crash the
 	// stored mark lags what was issued. Only for negative controls.
 	NoMarkWriteThrough bool
+	// NoPeerClockCheck starts the node whatever its clock reads against its
+	// live peers' (peer_clock_check: off): only for negative controls.
+	NoPeerClockCheck bool
+	// PeerClockMaxSkew is the peer clock check's bound; zero means the
+	// lease package's default (1s).
+	PeerClockMaxSkew time.Duration
 	// ClockOffset is the node's clock error at the start (wall minus true
 	// time).
 	ClockOffset time.Duration
@@ -210,6 +216,11 @@ type Target struct {
 	// switch the lease's handoff guard, pause check, fence and mark
 	// write-through on every node (off: a negative control).
 	HandoffGuard, PauseCheck, Fence, MarkWriteThrough *bool
+	// PeerClockCheck, when non-nil, switches the peer clock check at start
+	// on every node (off: a negative control); PeerClockMaxSkew replaces
+	// its bound when non-zero.
+	PeerClockCheck   *bool
+	PeerClockMaxSkew time.Duration
 	// Exec is the command an exec target (Use "exec") runs; nil for the
 	// other targets.
 	Exec *Exec
@@ -263,6 +274,12 @@ func (t Target) Apply(n Node) Node {
 	}
 	if t.MarkWriteThrough != nil {
 		n.NoMarkWriteThrough = !*t.MarkWriteThrough
+	}
+	if t.PeerClockCheck != nil {
+		n.NoPeerClockCheck = !*t.PeerClockCheck
+	}
+	if t.PeerClockMaxSkew != 0 {
+		n.PeerClockMaxSkew = t.PeerClockMaxSkew
 	}
 	return n
 }

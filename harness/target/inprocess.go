@@ -166,7 +166,9 @@ func (n *procNode) Start(ctx context.Context) error {
 		// a simulation, whose store comes back only as its time moves on.
 		cfg.Lease = &node.Lease{
 			Registry: n.env.Leases, Holder: n.spec.Host, Range: n.spec.WorkerRange, TTL: n.spec.LeaseTTL, OneAttempt: true,
-			Controls: node.Controls{NoHandoffGuard: n.spec.NoHandoffGuard, NoPauseCheck: n.spec.NoPauseCheck, NoFence: n.spec.NoFence, NoMarkWriteThrough: n.spec.NoMarkWriteThrough},
+			PeerClockMaxSkew: n.spec.PeerClockMaxSkew,
+			Controls: node.Controls{NoHandoffGuard: n.spec.NoHandoffGuard, NoPauseCheck: n.spec.NoPauseCheck, NoFence: n.spec.NoFence,
+				NoMarkWriteThrough: n.spec.NoMarkWriteThrough, NoPeerClockCheck: n.spec.NoPeerClockCheck},
 		}
 	}
 	nd, err := node.New(ctx, cfg)

@@ -146,6 +146,12 @@ type NodeSpec struct {
 	// renewal and release (a negative control: after a crash the stored
 	// mark lags what was issued).
 	NoMarkWriteThrough bool
+	// NoPeerClockCheck starts the node whatever its clock reads against
+	// its live peers' (a negative control).
+	NoPeerClockCheck bool
+	// PeerClockMaxSkew is the peer clock check's bound; zero means
+	// lease.DefaultPeerClockMaxSkew.
+	PeerClockMaxSkew time.Duration
 }
 
 // SpecOf returns the NodeSpec of a scenario node.
@@ -157,6 +163,7 @@ func SpecOf(n scenario.Node) NodeSpec {
 		LeaseTTL: n.LeaseTTL, NoHandoffGuard: n.NoHandoffGuard, NoPauseCheck: n.NoPauseCheck, NoFence: n.NoFence,
 		Exec:               n.Exec,
 		NoMarkWriteThrough: n.NoMarkWriteThrough,
+		NoPeerClockCheck:   n.NoPeerClockCheck, PeerClockMaxSkew: n.PeerClockMaxSkew,
 	}
 	if r := n.WorkerRange; r != nil {
 		spec.WorkerRange = &lease.Range{Min: r.Min, Max: r.Max}

@@ -6,8 +6,20 @@
 //
 // Keys under Options.Prefix (default "/snowchaos/leases/"):
 //
-//	w/00042  {"holder":"node-a"}                                  lease-attached, live while held
+//	w/00042  {"holder":"node-a","clock_ms":...}                   lease-attached, live while held
 //	m/00042  {"holder":"node-a","token":17,"last_issued_ms":...}  persistent
+//
+// # Clock reports
+//
+// The holder's clock report (clock_ms) lives in the worker key, written
+// at the claim and with every renewal, right after the renewal's
+// KeepAliveOnce. etcd keeps no wall time in its data model (revisions
+// count writes, not time); its one clock is the leader's countdown of
+// each lease, which a keep-alive restarts at the full TTL. So List takes a
+// report's age from its lease: the granted TTL less the remaining one.
+// TimeToLive answers whole seconds, truncated: List reports the middle of
+// the possible ages, granted - remaining - 0.5s, with a ReportAgeError of
+// half a second.
 package etcd
 
 import (
@@ -100,8 +112,13 @@ func (r *Registry) workerKey(id int64) string { return fmt.Sprintf("%sw/%05d", r
 func (r *Registry) markKey(id int64) string   { return fmt.Sprintf("%sm/%05d", r.prefix, id) }
 
 type workerVal struct {
-	Holder string `json:"holder"`
+	Holder  string `json:"holder"`
+	ClockMs int64  `json:"clock_ms,omitempty"`
 }
+
+// ageError is the error of a report's age: TimeToLive's whole seconds,
+// truncated, read at their middle.
+const ageError = time.Second / 2
 
 type markVal struct {
 	Holder       string `json:"holder"`
@@ -120,7 +137,8 @@ func mustJSON(v any) string {
 // slot is one worker ID's state in a snapshot.
 type slot struct {
 	live   *mvccpb.KeyValue
-	holder string // from the live key
+	holder string    // from the live key
+	worker workerVal // the live key's value
 	mark   markVal
 	markKV *mvccpb.KeyValue
 }
@@ -157,7 +175,7 @@ func (r *Registry) snapshot(ctx context.Context) (map[int64]*slot, error) {
 				continue
 			}
 			s := get(id)
-			s.live, s.holder = kv, v.Holder
+			s.live, s.holder, s.worker = kv, v.Holder, v
 		case "m":
 			var v markVal
 			if json.Unmarshal(kv.Value, &v) != nil {
@@ -213,7 +231,7 @@ func (r *Registry) Acquire(ctx context.Context, req lease.Request) (lease.Lease,
 			clientv3.Compare(clientv3.CreateRevision(wk), "=", 0),
 			clientv3.Compare(clientv3.ModRevision(mk), "=", markRev),
 		).Then(
-			clientv3.OpPut(wk, mustJSON(workerVal{Holder: req.Holder}), clientv3.WithLease(g.ID)),
+			clientv3.OpPut(wk, mustJSON(workerVal{Holder: req.Holder, ClockMs: req.ClockMs}), clientv3.WithLease(g.ID)),
 			clientv3.OpPut(mk, mustJSON(markVal{Holder: req.Holder, Token: prev.Token, LastIssuedMs: prev.LastIssuedMs})),
 		).Commit()
 		if err != nil {
@@ -230,6 +248,7 @@ func (r *Registry) Acquire(ctx context.Context, req lease.Request) (lease.Lease,
 			LeasedUntil:  time.Unix(0, wall).Add(time.Duration(g.TTL) * time.Second),
 			TTL:          time.Duration(g.TTL) * time.Second,
 			LastIssuedMs: prev.LastIssuedMs,
+			ReportedMs:   req.ClockMs,
 		}, nil
 	}
 	return lease.Lease{}, fmt.Errorf("%w: lease/etcd: too many lost races for range %v", lease.ErrUnavailable, req.Range)
@@ -346,8 +365,9 @@ func (r *Registry) raiseMark(ctx context.Context, l lease.Lease, last int64, rel
 	return 0, nil, fmt.Errorf("%w: lease/etcd: worker %d: the mark kept changing under %d writes", lease.ErrUnavailable, l.WorkerID, maxMarkRaces)
 }
 
-// Renew implements lease.Registry with one KeepAliveOnce on the etcd lease
-// and a conditional write of the mark.
+// Renew implements lease.Registry with one KeepAliveOnce on the etcd
+// lease, a conditional write of the clock report into the worker key and
+// one of the mark.
 func (r *Registry) Renew(ctx context.Context, l lease.Lease, lastIssuedMs int64) (lease.Lease, error) {
 	kv, _, _, err := r.current(ctx, l)
 	if err != nil {
@@ -360,6 +380,17 @@ func (r *Registry) Renew(ctx context.Context, l lease.Lease, lastIssuedMs int64)
 	}
 	if err != nil {
 		return lease.Lease{}, lease.Unavailable(err)
+	}
+	l.ReportedMs = max(l.ReportedMs, 0)
+	wk := r.workerKey(l.WorkerID)
+	resp, err := r.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(wk), "=", l.Token)).
+		Then(clientv3.OpPut(wk, mustJSON(workerVal{Holder: l.Holder, ClockMs: l.ReportedMs}), clientv3.WithLease(clientv3.LeaseID(kv.Lease)))).
+		Commit()
+	switch {
+	case err != nil:
+		return lease.Lease{}, lease.Unavailable(err)
+	case !resp.Succeeded:
+		return lease.Lease{}, fmt.Errorf("%w: worker %d token %d", lease.ErrLost, l.WorkerID, l.Token)
 	}
 	last, _, err := r.raiseMark(ctx, l, lastIssuedMs, false)
 	if err != nil {
@@ -392,8 +423,9 @@ func (r *Registry) Release(ctx context.Context, l lease.Lease, lastIssuedMs int6
 }
 
 // List implements lease.Registry. Live entries cost one TimeToLive call
-// each (LeasedUntil is the client's clock plus the remaining TTL);
-// released or expired entries have a zero LeasedUntil.
+// each (LeasedUntil is the client's clock plus the remaining TTL, the
+// report's age the granted TTL less the remaining one, see the package
+// documentation); released or expired entries have a zero LeasedUntil.
 func (r *Registry) List(ctx context.Context) ([]lease.Lease, error) {
 	slots, err := r.snapshot(ctx)
 	if err != nil {
@@ -412,6 +444,11 @@ func (r *Registry) List(ctx context.Context) ([]lease.Lease, error) {
 			if ttl.TTL > 0 {
 				l.LeasedUntil = time.Unix(0, wall).Add(time.Duration(ttl.TTL) * time.Second)
 				l.TTL = time.Duration(ttl.GrantedTTL) * time.Second
+				if v := s.worker; v.ClockMs > 0 {
+					l.ReportedMs = v.ClockMs
+					l.ReportAge = max(time.Duration(ttl.GrantedTTL-ttl.TTL)*time.Second-ageError, 0)
+					l.ReportAgeError = ageError
+				}
 			}
 		}
 		out = append(out, l)

@@ -9,7 +9,9 @@
 //     span; every Renew counts by result (ok, error, lost) and a successful
 //     one refreshes the expiry gauge with the store's new LeasedUntil;
 //   - OnChange (Observer.OnChange): every state change sets the one-hot
-//     state gauge and the expiry (zero once the lease is lost or released);
+//     state gauge and the expiry (zero once the lease is lost or released),
+//     and the peer clock check at start sets the peer skew and peer count
+//     gauges and counts a refusal;
 //   - the generator's Checkpointer (Observer.Checkpointer): a Load that
 //     makes the generator wait for the previous holder's last issued time
 //     records that wait, with the last lease.acquire span as exemplar.
@@ -91,6 +93,12 @@ func (o *Observer) Event(ev lease.Event) {
 		o.m.SetExpiry(time.Time{})
 	case !ev.Lease.LeasedUntil.IsZero():
 		o.m.SetExpiry(ev.Lease.LeasedUntil)
+	}
+	if pc := ev.PeerCheck; pc != nil {
+		o.m.ObservePeerCheck(pc.Skew, len(pc.Peers), pc.Refused)
+		if pc.Refused { // the lease acquired for the check was released
+			o.m.SetExpiry(time.Time{})
+		}
 	}
 }
 

@@ -328,3 +328,62 @@ func TestSync(t *testing.T) {
 	r.wantState("held")
 	r.wantExpiry(l.LeasedUntil)
 }
+
+// TestPeerCheckMetrics: the peer clock check at start sets the skew and
+// peer gauges; a refused start counts a refusal and leaves the state
+// series as they were (no lease is held).
+func TestPeerCheckMetrics(t *testing.T) {
+	r := newRig(t)
+	peer, err := lease.NewKeeper(lease.KeeperConfig{Registry: r.mem, Holder: "peer", Range: lease.Range{Min: 1, Max: 1}, TTL: ttl,
+		Clock: offsetClock{r.clock, 300 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := peer.TryAcquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.k.TryAcquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.want("snowflake_lease_peer_clock_skew_seconds", -0.3)
+	r.want("snowflake_lease_peer_clock_peers", 1)
+	r.want("snowflake_lease_peer_clock_refusals_total", 0)
+	r.wantState("held")
+
+	lc := telemetry.NewLeaseCollector(telemetry.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(lc)
+	late, err := leaseobs.New(lc.MustNode(""), "late").NewKeeper(lease.KeeperConfig{Registry: r.mem, Holder: "late", Range: lease.Range{Min: 0, Max: 3},
+		TTL: ttl, Clock: offsetClock{r.clock, -5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := late.TryAcquire(context.Background()); err == nil {
+		t.Fatal("a node 5s behind its peers started")
+	}
+	got := promtest.Samples(t, reg)
+	for name, want := range map[string]float64{
+		"snowflake_lease_peer_clock_skew_seconds":   -5, // both peers (node-a and peer) are 5 s and 5.3 s ahead: the nearer
+		"snowflake_lease_peer_clock_peers":          2,
+		"snowflake_lease_peer_clock_refusals_total": 1,
+		"snowflake_lease_state{held}":               0,
+		"snowflake_lease_expiry_timestamp_seconds":  0,
+	} {
+		if got[name] != want {
+			t.Errorf("%s = %v, want %v", name, got[name], want)
+		}
+	}
+}
+
+// offsetClock reads a base clock with its wall shifted by off.
+type offsetClock struct {
+	base *leasetest.Clock
+	off  time.Duration
+}
+
+func (c offsetClock) Now() (int64, int64) {
+	w, m := c.base.Now()
+	return w + int64(c.off), m
+}
+
+func (c offsetClock) Sleep(d time.Duration) { c.base.Sleep(d) }

@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentWritesNeverLowerTheMark", testRecordConcurrent},
 		{"ConcurrentAcquirersNeverShare", testConcurrent},
 		{"List", testList},
+		{"ClockReports", testReports},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,6 +128,7 @@ func testInvalid(t *testing.T, h Harness, b Backend) {
 		{Holder: "x", Range: lease.Range{Max: lease.MaxWorkerID + 1}, TTL: h.TTL},
 		{Holder: "x", Range: lease.Range{Max: 3}, TTL: 0},
 		{Holder: strings.Repeat("h", lease.MaxHolderLen+1), Range: lease.Range{Max: 3}, TTL: h.TTL},
+		{Holder: "x", Range: lease.Range{Max: 3}, TTL: h.TTL, ClockMs: -1},
 	} {
 		if _, err := b.Registry.Acquire(ctxT(t), rq); !errors.Is(err, lease.ErrInvalidRequest) {
 			t.Errorf("Acquire(%+v): %v, want ErrInvalidRequest", rq, err)
@@ -582,4 +584,139 @@ func testRecordConcurrent(t *testing.T, h Harness, b Backend) {
 	if got, want := storedMark(t, reg, 6), int64(1000*each+writers-1); got != want {
 		t.Errorf("stored mark %d after concurrent writes, want the highest %d", got, want)
 	}
+}
+
+// reportAge is how long to let a clock report age in testReports: well
+// above every backend's ReportAgeError (etcd's half second).
+const reportAge = 1500 * time.Millisecond
+
+// span is a stretch of store time known to lie between Min and Max.
+type span struct{ Min, Max time.Duration }
+
+// listEntry lists the store and returns worker id's entry, with the window
+// of store time the List call's now lies in, measured from since: for a
+// store on real time, the real time from since's start (its earliest) and
+// end (its latest); for a manual one, exactly the time it was advanced.
+func listEntry(t *testing.T, b Backend, id int64, since [2]time.Time, advanced time.Duration) (lease.Lease, span) {
+	t.Helper()
+	l0 := time.Now()
+	ls, err := b.Registry.List(ctxT(t))
+	l1 := time.Now()
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	w := span{advanced, advanced}
+	if b.Advance == nil {
+		w = span{l0.Sub(since[1]), l1.Sub(since[0])}
+	}
+	for _, l := range ls {
+		if l.WorkerID == id {
+			return l, w
+		}
+	}
+	t.Fatalf("List has no entry for worker %d: %+v", id, ls)
+	return lease.Lease{}, w
+}
+
+// checkAge checks that l's ReportAge lies in w, give or take its
+// ReportAgeError and a millisecond of rounding.
+func checkAge(t *testing.T, what string, l lease.Lease, w span) {
+	t.Helper()
+	slack := l.ReportAgeError + time.Millisecond
+	if l.ReportAgeError < 0 || l.ReportAgeError > time.Second {
+		t.Errorf("%s: ReportAgeError %v outside [0, 1s]", what, l.ReportAgeError)
+	}
+	if l.ReportAge < w.Min-slack || l.ReportAge > w.Max+slack {
+		t.Errorf("%s: ReportAge %v, want within [%v, %v] (the store time since the report, give or take ReportAgeError %v)",
+			what, l.ReportAge, w.Min, w.Max, l.ReportAgeError)
+	}
+}
+
+// letAge lets store time pass by reportAge: advancing a manual store
+// clock, or waiting for real time to pass (the thing under test is a
+// duration of real time).
+func letAge(b Backend) time.Duration {
+	if b.Advance != nil {
+		b.Advance(reportAge)
+		return reportAge
+	}
+	time.Sleep(reportAge)
+	return 0
+}
+
+// testReports checks the clock reports: an acquisition's and a renewal's
+// report is stored with its store time, List tells each held lease's
+// report and its age by the store's clock (the holder's clock now is
+// about ReportedMs+ReportAge), Record leaves it, and released or expired
+// leases carry none.
+func testReports(t *testing.T, h Harness, b Backend) {
+	reg, long := b.Registry, 100*h.TTL
+	r := lease.Range{Min: 0, Max: 3}
+	const clockA = int64(1767225600000) // node-a's own clock, 2026-01-01
+	rq := req("node-a", r, long)
+	rq.ClockMs = clockA
+	t0 := time.Now()
+	a := mustAcquire(t, reg, rq)
+	acquired := [2]time.Time{t0, time.Now()}
+	if a.ReportedMs != clockA {
+		t.Errorf("Acquire with ClockMs %d returned ReportedMs %d", clockA, a.ReportedMs)
+	}
+	silent := mustAcquire(t, reg, req("node-b", r, long)) // reports nothing
+	l, w := listEntry(t, b, a.WorkerID, acquired, 0)
+	if l.ReportedMs != clockA {
+		t.Fatalf("List: worker %d ReportedMs %d, want the acquisition's %d", a.WorkerID, l.ReportedMs, clockA)
+	}
+	checkAge(t, "fresh acquisition", l, w)
+	advanced := letAge(b)
+	l, w = listEntry(t, b, a.WorkerID, acquired, advanced)
+	if l.ReportedMs != clockA {
+		t.Errorf("List after %v: ReportedMs %d, want %d", reportAge, l.ReportedMs, clockA)
+	}
+	checkAge(t, "aged acquisition", l, w)
+	if c, ok := l.EstimatedClock(); !ok || c != time.UnixMilli(clockA).Add(l.ReportAge) {
+		t.Errorf("EstimatedClock = %v, %v; want the report plus its age", c, ok)
+	}
+	if l, _ := listEntry(t, b, silent.WorkerID, acquired, 0); l.ReportedMs != 0 || l.ReportAge != 0 {
+		t.Errorf("a lease acquired without a report lists ReportedMs %d, ReportAge %v", l.ReportedMs, l.ReportAge)
+	}
+
+	// A renewal replaces the report; its age starts again.
+	const clockA2 = clockA + 60_000
+	a.ReportedMs = clockA2
+	t2 := time.Now()
+	nl, err := reg.Renew(ctxT(t), a, 10)
+	renewed := [2]time.Time{t2, time.Now()}
+	if err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	if nl.ReportedMs != clockA2 {
+		t.Errorf("Renew with ReportedMs %d returned %d", clockA2, nl.ReportedMs)
+	}
+	l, w = listEntry(t, b, a.WorkerID, renewed, 0)
+	if l.ReportedMs != clockA2 {
+		t.Errorf("List after Renew: ReportedMs %d, want %d", l.ReportedMs, clockA2)
+	}
+	checkAge(t, "renewal", l, w)
+	// Record writes the mark, not a report.
+	if err := reg.Record(ctxT(t), nl, 20); err != nil {
+		t.Fatalf("Record: %v", err)
+	}
+	if l, _ = listEntry(t, b, a.WorkerID, renewed, 0); l.ReportedMs != clockA2 {
+		t.Errorf("List after Record: ReportedMs %d, want the renewal's %d", l.ReportedMs, clockA2)
+	}
+	// A released lease has no report.
+	if err := reg.Release(ctxT(t), nl, 30); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if l, _ = listEntry(t, b, a.WorkerID, renewed, 0); l.ReportedMs != 0 || l.ReportAge != 0 {
+		t.Errorf("released lease lists ReportedMs %d, ReportAge %v; want none", l.ReportedMs, l.ReportAge)
+	}
+	// Nor has an expired one.
+	rq = req("node-c", lease.Range{Min: 7, Max: 7}, h.TTL)
+	rq.ClockMs = clockA
+	c := mustAcquire(t, reg, rq)
+	eventually(t, b, h.TTL/4, "the expired lease to list no report", func() bool {
+		l, _ := listEntry(t, b, c.WorkerID, renewed, 0)
+		return l.ReportedMs == 0 && l.ReportAge == 0
+	})
 }

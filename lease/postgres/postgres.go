@@ -1,12 +1,15 @@
 // Package postgres is a lease.Registry on a PostgreSQL table:
 //
 //	worker_leases(worker_id integer PRIMARY KEY CHECK (worker_id BETWEEN 0 AND max),
-//	              holder text, token bigint, leased_until timestamptz, last_issued_ms bigint)
+//	              holder text, token bigint, leased_until timestamptz, last_issued_ms bigint,
+//	              reported_ms bigint, reported_at timestamptz)
 //
 // The table (and its schema) is created or migrated on start, under an
 // advisory lock so that concurrent starts are safe. A claim is one atomic
 // INSERT ... ON CONFLICT DO UPDATE WHERE expired statement; the store's
-// now() decides expiry.
+// now() decides expiry. Each claim and renewal stores the holder's clock
+// report (reported_ms) with the store's now() (reported_at); List computes
+// each report's age on the server, now() - reported_at, exactly.
 package postgres
 
 import (
@@ -85,6 +88,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Registry, erro
 		return nil, fmt.Errorf("%w: max worker ID %d outside [0,%d]", lease.ErrInvalidConfig, opts.MaxWorkerID, lease.MaxWorkerID)
 	}
 	r := &Registry{pool: pool, opts: opts, table: pgx.Identifier{opts.Schema, opts.Table}.Sanitize()}
+	// cols are the columns every query returns (scanLease): the report
+	// and its age only while the lease is held.
+	cols := `worker_id, holder, token, leased_until, last_issued_ms,
+	CASE WHEN leased_until > now() THEN reported_ms ELSE 0 END,
+	CASE WHEN leased_until > now() AND reported_ms > 0
+		THEN (extract(epoch FROM now() - reported_at) * 1000000)::bigint ELSE 0 END`
 	r.q = queries{
 		acquire: `WITH cand AS (
 	SELECT g.id
@@ -99,25 +108,27 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Registry, erro
 		g.id
 	LIMIT 1
 )
-INSERT INTO ` + r.table + ` AS t (worker_id, holder, token, leased_until, last_issued_ms)
-SELECT id, $1, 1, now() + $5::bigint * interval '1 microsecond', 0 FROM cand
+INSERT INTO ` + r.table + ` AS t (worker_id, holder, token, leased_until, last_issued_ms, reported_ms, reported_at)
+SELECT id, $1, 1, now() + $5::bigint * interval '1 microsecond', 0, $6, now() FROM cand
 ON CONFLICT (worker_id) DO UPDATE
-	SET holder = EXCLUDED.holder, token = t.token + 1, leased_until = EXCLUDED.leased_until
+	SET holder = EXCLUDED.holder, token = t.token + 1, leased_until = EXCLUDED.leased_until,
+		reported_ms = EXCLUDED.reported_ms, reported_at = EXCLUDED.reported_at
 	WHERE t.leased_until <= now()
-RETURNING worker_id, holder, token, leased_until, last_issued_ms`,
-		held: `SELECT worker_id, holder, token, leased_until, last_issued_ms FROM ` + r.table + `
+RETURNING ` + cols,
+		held: `SELECT ` + cols + ` FROM ` + r.table + `
 WHERE worker_id BETWEEN $1 AND $2 AND leased_until > now() ORDER BY worker_id`,
 		renew: `UPDATE ` + r.table + `
-SET leased_until = now() + $5::bigint * interval '1 microsecond', last_issued_ms = greatest(last_issued_ms, $4)
+SET leased_until = now() + $5::bigint * interval '1 microsecond', last_issued_ms = greatest(last_issued_ms, $4),
+	reported_ms = $6, reported_at = now()
 WHERE worker_id = $1 AND holder = $2 AND token = $3 AND leased_until > now()
-RETURNING worker_id, holder, token, leased_until, last_issued_ms`,
+RETURNING ` + cols,
 		record: `UPDATE ` + r.table + `
 SET last_issued_ms = greatest(last_issued_ms, $4)
 WHERE worker_id = $1 AND holder = $2 AND token = $3 AND leased_until > now()`,
 		release: `UPDATE ` + r.table + `
 SET leased_until = now(), last_issued_ms = greatest(last_issued_ms, $4)
 WHERE worker_id = $1 AND holder = $2 AND token = $3 AND leased_until > now()`,
-		list: `SELECT worker_id, holder, token, leased_until, last_issued_ms FROM ` + r.table + ` ORDER BY worker_id`,
+		list: `SELECT ` + cols + ` FROM ` + r.table + ` ORDER BY worker_id`,
 	}
 	if !opts.NoMigrate {
 		if err := r.Migrate(ctx); err != nil {
@@ -170,6 +181,8 @@ func (r *Registry) Migrate(ctx context.Context) error {
 	last_issued_ms bigint NOT NULL DEFAULT 0
 )`,
 		`ALTER TABLE `+r.table+` ADD COLUMN IF NOT EXISTS last_issued_ms bigint NOT NULL DEFAULT 0`,
+		`ALTER TABLE `+r.table+` ADD COLUMN IF NOT EXISTS reported_ms bigint NOT NULL DEFAULT 0`,
+		`ALTER TABLE `+r.table+` ADD COLUMN IF NOT EXISTS reported_at timestamptz NOT NULL DEFAULT now()`,
 	)
 	for _, s := range stmts {
 		if _, err := tx.Exec(ctx, s); err != nil {
@@ -211,8 +224,12 @@ WHERE conrelid = $1::regclass AND contype = 'c' AND conname LIKE $2`, r.table, r
 func micros(d time.Duration) int64 { return int64((d + time.Microsecond - 1) / time.Microsecond) }
 
 func scanLease(row pgx.CollectableRow) (lease.Lease, error) {
-	var l lease.Lease
-	err := row.Scan(&l.WorkerID, &l.Holder, &l.Token, &l.LeasedUntil, &l.LastIssuedMs)
+	var (
+		l   lease.Lease
+		age int64 // µs
+	)
+	err := row.Scan(&l.WorkerID, &l.Holder, &l.Token, &l.LeasedUntil, &l.LastIssuedMs, &l.ReportedMs, &age)
+	l.ReportAge = time.Duration(age) * time.Microsecond
 	return l, err
 }
 
@@ -233,7 +250,7 @@ func (r *Registry) Acquire(ctx context.Context, req lease.Request) (lease.Lease,
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		rows, err := r.pool.Query(ctx, r.q.acquire, req.Holder, req.Range.Min, req.Range.Max, pref, ttl)
+		rows, err := r.pool.Query(ctx, r.q.acquire, req.Holder, req.Range.Min, req.Range.Max, pref, ttl, req.ClockMs)
 		if err != nil {
 			return lease.Lease{}, lease.Unavailable(err)
 		}
@@ -266,7 +283,7 @@ func (r *Registry) Renew(ctx context.Context, l lease.Lease, lastIssuedMs int64)
 	if l.TTL <= 0 {
 		return lease.Lease{}, fmt.Errorf("%w: lease without TTL", lease.ErrInvalidRequest)
 	}
-	rows, err := r.pool.Query(ctx, r.q.renew, l.WorkerID, l.Holder, l.Token, lastIssuedMs, micros(l.TTL))
+	rows, err := r.pool.Query(ctx, r.q.renew, l.WorkerID, l.Holder, l.Token, lastIssuedMs, micros(l.TTL), max(l.ReportedMs, 0))
 	if err != nil {
 		return lease.Lease{}, lease.Unavailable(err)
 	}
@@ -306,7 +323,8 @@ func (r *Registry) Release(ctx context.Context, l lease.Lease, lastIssuedMs int6
 	return nil
 }
 
-// List implements lease.Registry.
+// List implements lease.Registry. Report ages are the server's
+// now() - reported_at, to the microsecond (ReportAgeError 0).
 func (r *Registry) List(ctx context.Context) ([]lease.Lease, error) {
 	rows, err := r.pool.Query(ctx, r.q.list)
 	if err != nil {

@@ -8,7 +8,7 @@
 // Under Options.Root (default /snowchaos/leases; a zk:// URL names it, see
 // zkurl), for worker ID 42:
 //
-//	w/00042  ephemeral, owned by the lease's session  {"holder":"node-a","ttl_ms":10000}
+//	w/00042  ephemeral, owned by the lease's session  {"holder":"node-a","ttl_ms":10000,"clock_ms":1767225600100}
 //	m/00042  persistent                                {"holder":"node-a","token":4294967313,"last_issued_ms":1767225600123}
 //
 // The w znode is the lease: it exists exactly while the session that
@@ -38,9 +38,10 @@
 // # Renew, Record, Release
 //
 // Each is one multi-op through the lease's own session, conditioned on the
-// versions of w and m this Registry last wrote: Renew rewrites w (its mtime
-// is the server's time of the renewal: LeasedUntil is mtime + TTL, store
-// time) and raises last_issued_ms in m; Record raises last_issued_ms only;
+// versions of w and m this Registry last wrote: Renew rewrites w with the
+// holder's clock report (its mtime is the server's time of the renewal:
+// LeasedUntil is mtime + TTL, store time, and List ages the report from
+// it) and raises last_issued_ms in m; Record raises last_issued_ms only;
 // Release deletes w and raises last_issued_ms. A version conflict is
 // checked against the znodes (is w still this session's, with this
 // czxid?) and answers ErrLost when it is not. A lease can be renewed and

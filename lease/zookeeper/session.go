@@ -281,7 +281,7 @@ func (s *session) watch() {
 // claim tries to take worker ID id (whose znodes sl read; nil: none) in
 // one multi-op through s: create w, and write m at the version read (or
 // create it). won is false when another acquirer got there first.
-func (s *session) claim(ctx context.Context, id int64, sl *slot) (l lease.Lease, won bool, err error) {
+func (s *session) claim(ctx context.Context, id int64, sl *slot, clockMs int64) (l lease.Lease, won bool, err error) {
 	if err := s.acquireLock(ctx); err != nil {
 		return lease.Lease{}, false, err
 	}
@@ -300,7 +300,7 @@ func (s *session) claim(ctx context.Context, id int64, sl *slot) (l lease.Lease,
 		mark = func(v markVal) any { return &zk.SetDataRequest{Path: r.markPath(id), Data: mustJSON(v), Version: ver} }
 	}
 	_, mono := r.clock.Now()
-	wv := workerVal{Holder: s.holder, TTLms: s.ttl.Milliseconds()}
+	wv := workerVal{Holder: s.holder, TTLms: s.ttl.Milliseconds(), ClockMs: clockMs}
 	resp, err := call(ctx, func() ([]zk.MultiResponse, error) {
 		return s.conn.Multi(
 			&zk.CreateRequest{Path: r.workerPath(id), Data: mustJSON(wv), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
@@ -340,6 +340,7 @@ func (s *session) claim(ctx context.Context, id int64, sl *slot) (l lease.Lease,
 		LeasedUntil:  time.UnixMilli(wstat.Mtime).Add(s.ttl),
 		TTL:          s.ttl,
 		LastIssuedMs: prev.LastIssuedMs,
+		ReportedMs:   clockMs,
 	}, true, nil
 }
 
@@ -352,11 +353,12 @@ const (
 	opRelease           // delete w and raise the mark; close the session
 )
 
-// write performs o with lastIssuedMs through the lease's session. A version
-// conflict is checked against the znodes: if w is still this session's,
-// with this token, the versions are refreshed and the write retried;
-// otherwise the lease is lost.
-func (s *session) write(ctx context.Context, o op, lastIssuedMs int64) (lease.Lease, error) {
+// write performs o with lastIssuedMs (and, for opRenew, the clock report
+// clockMs) through the lease's session. A version conflict is checked
+// against the znodes: if w is still this session's, with this token, the
+// versions are refreshed and the write retried; otherwise the lease is
+// lost.
+func (s *session) write(ctx context.Context, o op, lastIssuedMs, clockMs int64) (lease.Lease, error) {
 	if err := s.acquireLock(ctx); err != nil {
 		return lease.Lease{}, err
 	}
@@ -367,10 +369,14 @@ func (s *session) write(ctx context.Context, o op, lastIssuedMs int64) (lease.Le
 			return lease.Lease{}, err
 		}
 		last := max(s.mu.last, lastIssuedMs)
-		resp, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.conn.Multi(s.opsLocked(o, last)...) })
+		resp, err := call(ctx, func() ([]zk.MultiResponse, error) { return s.conn.Multi(s.opsLocked(o, last, clockMs)...) })
 		switch {
 		case err == nil:
-			return s.wroteLocked(o, resp, last, mono), nil
+			l := s.wroteLocked(o, resp, last, mono)
+			if o == opRenew {
+				l.ReportedMs = clockMs
+			}
+			return l, nil
 		case errors.Is(err, zk.ErrSessionExpired):
 			return lease.Lease{}, s.endLocked(s.lost("session expired"))
 		case !conflict(err):
@@ -384,13 +390,13 @@ func (s *session) write(ctx context.Context, o op, lastIssuedMs int64) (lease.Le
 	}
 }
 
-// opsLocked builds the multi-op for o.
-func (s *session) opsLocked(o op, last int64) []any {
+// opsLocked builds the multi-op for o (clock is a renewal's report).
+func (s *session) opsLocked(o op, last, clock int64) []any {
 	wp := s.r.workerPath(s.workerID)
 	var w any
 	switch o {
 	case opRenew:
-		w = &zk.SetDataRequest{Path: wp, Data: mustJSON(workerVal{Holder: s.holder, TTLms: s.ttl.Milliseconds()}), Version: s.mu.wver}
+		w = &zk.SetDataRequest{Path: wp, Data: mustJSON(workerVal{Holder: s.holder, TTLms: s.ttl.Milliseconds(), ClockMs: clock}), Version: s.mu.wver}
 	case opRecord:
 		w = &zk.CheckVersionRequest{Path: wp, Version: s.mu.wver}
 	case opRelease:

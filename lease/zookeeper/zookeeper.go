@@ -143,8 +143,9 @@ func (r *Registry) markPath(id int64) string   { return fmt.Sprintf("%s/m/%05d",
 
 // workerVal is the data of a w znode.
 type workerVal struct {
-	Holder string `json:"holder"`
-	TTLms  int64  `json:"ttl_ms"`
+	Holder  string `json:"holder"`
+	TTLms   int64  `json:"ttl_ms"`
+	ClockMs int64  `json:"clock_ms,omitempty"` // the holder's clock report
 }
 
 // markVal is the data of an m znode.
@@ -376,7 +377,7 @@ func (r *Registry) Acquire(ctx context.Context, req lease.Request) (lease.Lease,
 		}
 		var l lease.Lease
 		var won bool
-		l, won, err = s.claim(ctx, pick, slots[pick])
+		l, won, err = s.claim(ctx, pick, slots[pick], req.ClockMs)
 		if err != nil {
 			break
 		}
@@ -461,21 +462,42 @@ func (s *slot) lease(id int64) lease.Lease {
 		ttl := time.Duration(s.worker.TTLms) * time.Millisecond
 		l.Holder, l.Token, l.TTL = s.worker.Holder, s.wstat.Czxid, ttl
 		l.LeasedUntil = time.UnixMilli(s.wstat.Mtime).Add(ttl)
+		l.ReportedMs = s.worker.ClockMs
 	}
 	return l
 }
 
 // List implements lease.Registry: one sync, two listings and a read of
-// every znode (pipelined on r's own session).
+// every znode (pipelined on r's own session). When a live lease carries a
+// clock report, List also writes the root znode's (empty) data once: the
+// write's mtime is the server's now, and a report's age is that less the
+// mtime of its w znode (the claim's or the last renewal's write), both the
+// leader's clock to the millisecond. ZooKeeper has no read of its clock:
+// a sync followed by a read shows the time of the last write, not now.
 func (r *Registry) List(ctx context.Context) ([]lease.Lease, error) {
 	slots, err := r.snapshot(ctx, func(int64, bool) (bool, bool) { return true, true })
 	if err != nil {
 		return nil, err
 	}
 	out := make([]lease.Lease, 0, len(slots))
+	reports := false
 	for id, s := range slots {
 		if s.live || s.hasMark {
-			out = append(out, s.lease(id))
+			l := s.lease(id)
+			reports = reports || l.ReportedMs > 0
+			out = append(out, l)
+		}
+	}
+	if reports {
+		now, err := call(ctx, func() (*zk.Stat, error) { return r.ctl.Set(r.root, nil, -1) })
+		if err != nil {
+			return nil, lease.Unavailable(fmt.Errorf("lease/zookeeper: reading the server's clock (writing %s): %w", r.root, err))
+		}
+		for i, l := range out {
+			if l.ReportedMs > 0 {
+				age := time.Duration(now.Mtime-slots[l.WorkerID].wstat.Mtime) * time.Millisecond
+				out[i].ReportAge, out[i].ReportAgeError = max(age, 0), time.Millisecond
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b lease.Lease) int { return int(a.WorkerID - b.WorkerID) })
@@ -562,7 +584,7 @@ func (r *Registry) Renew(ctx context.Context, l lease.Lease, lastIssuedMs int64)
 	if err != nil {
 		return lease.Lease{}, err
 	}
-	return s.write(ctx, opRenew, lastIssuedMs)
+	return s.write(ctx, opRenew, lastIssuedMs, max(l.ReportedMs, 0))
 }
 
 // Record stores lastIssuedMs for l's worker ID, kept as the maximum of the
@@ -579,7 +601,7 @@ func (r *Registry) Record(ctx context.Context, l lease.Lease, lastIssuedMs int64
 	if err != nil {
 		return err
 	}
-	_, err = s.write(ctx, opRecord, lastIssuedMs)
+	_, err = s.write(ctx, opRecord, lastIssuedMs, 0)
 	return err
 }
 
@@ -590,6 +612,6 @@ func (r *Registry) Release(ctx context.Context, l lease.Lease, lastIssuedMs int6
 	if err != nil {
 		return err
 	}
-	_, err = s.write(ctx, opRelease, lastIssuedMs)
+	_, err = s.write(ctx, opRelease, lastIssuedMs, 0)
 	return err
 }

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -193,4 +194,40 @@ func postgresReachable(t *testing.T) bool {
 	}
 	c.Close(ctx)
 	return true
+}
+
+// TestProcessPeerClockRefused: a process whose clock is 10 s behind the
+// live node beside it is refused by serve's peer clock check, an error
+// wrapping lease.ErrPeerClockSkew (the harness counts a refused start)
+// with serve's message; with peer_clock_check: off (serve's
+// --peer-clock-max-skew 0), or a bound above the skew, it starts.
+func TestProcessPeerClockRefused(t *testing.T) {
+	_, dsn := pgtest.Connect(t)
+	ctx := context.Background()
+	p := &Process{Binary: bin, Dir: t.TempDir()}
+	env := target.Env{Run: "peer-clock/" + time.Now().String()}
+	t.Cleanup(func() { p.EndRun(ctx, env.Run) })
+	s := spec("a", 1)
+	s.Lease = dsn
+	a, err := p.Start(ctx, s, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	late := s
+	late.Name, late.Host, late.Worker, late.ClockOffset = "late", "late", 2, -10*time.Second
+	_, err = p.Start(ctx, late, env)
+	if !errors.Is(err, lease.ErrPeerClockSkew) || !strings.Contains(err.Error(), "behind the median of its 1 live peers") || !strings.Contains(err.Error(), "released") {
+		t.Fatalf("late process: %v, want refused by the peer clock check", err)
+	}
+	for i, ls := range []target.NodeSpec{{NoPeerClockCheck: true}, {PeerClockMaxSkew: 20 * time.Second}} {
+		l := late
+		l.Name, l.Host = fmt.Sprintf("late%d", i), fmt.Sprintf("late%d", i)
+		l.NoPeerClockCheck, l.PeerClockMaxSkew = ls.NoPeerClockCheck, ls.PeerClockMaxSkew
+		n, err := p.Start(ctx, l, env)
+		if err != nil {
+			t.Fatalf("%s (check off %v, bound %v): %v", l.Name, ls.NoPeerClockCheck, ls.PeerClockMaxSkew, err)
+		}
+		n.Close()
+	}
 }

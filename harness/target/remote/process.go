@@ -152,7 +152,11 @@ func (t *Process) Start(ctx context.Context, spec target.NodeSpec, env target.En
 			}
 		}
 		r := t.run(env.Run, kind, spec.Lease)
-		lz = &procLease{url: spec.Lease, holder: spec.Host + "." + r.tag, ttl: spec.LeaseTTL, markAtRenewal: spec.NoMarkWriteThrough, noFence: spec.NoFence}
+		lz = &procLease{url: spec.Lease, holder: spec.Host + "." + r.tag, ttl: spec.LeaseTTL, markAtRenewal: spec.NoMarkWriteThrough,
+			peerSkew: spec.PeerClockMaxSkew, noFence: spec.NoFence}
+		if spec.NoPeerClockCheck {
+			lz.peerSkew = -1
+		}
 		switch kind {
 		case scenario.LeasePostgres:
 			lz.schema = r.schema
@@ -252,12 +256,14 @@ func purgeRoot(ctx context.Context, u string) error {
 
 // procLease is a node's lease: the store's URL, the holder identity (the
 // host's), the TTL (zero: serve's default), the Postgres schema, and
-// whether the mark is written only at renewal (a negative control).
+// whether the mark is written only at renewal (a negative control), and
+// the peer clock check's bound.
 type procLease struct {
 	url, holder, schema string
 	ttl                 time.Duration
 	markAtRenewal       bool
-	noFence             bool // serve --lease-no-fence (a negative control)
+	peerSkew            time.Duration // --peer-clock-max-skew; zero: serve's default; negative: 0 (off)
+	noFence             bool          // serve --lease-no-fence (a negative control)
 }
 
 // childEnv drops the parent's SNOWCHAOS_* settings, so that only the flags
@@ -339,6 +345,9 @@ func (n *procNode) args() []string {
 		if lz.markAtRenewal {
 			a = append(a, "--lease-mark-at-renewal")
 		}
+		if lz.peerSkew != 0 {
+			a = append(a, "--peer-clock-max-skew", max(lz.peerSkew, 0).String())
+		}
 		if lz.noFence {
 			a = append(a, noFenceFlag)
 		}
@@ -399,6 +408,11 @@ func (n *procNode) Start(ctx context.Context) error {
 		if strings.Contains(out, lease.ErrAllTaken.Error()) {
 			// The lease refused the node a worker ID: the harness counts it.
 			return fmt.Errorf("node %s: snowchaos serve %s: %w; stderr:\n%s", n.spec.Name, why, lease.ErrAllTaken, out)
+		}
+		if i := strings.Index(out, lease.ErrPeerClockSkew.Error()); i >= 0 {
+			// The peer clock check refused the start: the harness counts it.
+			line, _, _ := strings.Cut(out[i+len(lease.ErrPeerClockSkew.Error()):], "\n")
+			return fmt.Errorf("node %s: snowchaos serve %s: %w%s", n.spec.Name, why, lease.ErrPeerClockSkew, line)
 		}
 		if n.lease != nil && n.lease.markAtRenewal && strings.Contains(out, "-lease-mark-at-renewal") {
 			return fmt.Errorf("%w: node %s: mark_write_through: off needs a snowchaos built with -tags negativecontrols (%s); stderr:\n%s", target.ErrUnsupported, n.spec.Name, n.bin, out)
