@@ -66,6 +66,7 @@ include mutants.mk
 include exec.mk
 include kube.mk
 include loadbench.mk
+include multihost.mk
 
 clean:
 	rm -rf bin out

@@ -282,7 +282,7 @@ func (r *run) call(c *view, client int, arrive time.Duration, buf []generator.ID
 		r.recordDown(c, client, arrive)
 		return arrive, target.ErrStopped
 	}
-	n, err := c.node.Issue(r.ctx, buf)
+	n, err := c.node.Issue(target.WithClient(r.ctx, client), buf)
 	end = now()
 	r.record(c, client, arrive, end, buf[:n], err)
 	return end, err
@@ -355,6 +355,7 @@ func (r *run) finish(res *Result, events uint64) {
 			sl.nm.Detach() // removed when the next run starts
 		}
 	}
+	judged := r.judge()
 	if re, ok := r.tgt.(target.RunEnder); ok {
 		_ = re.EndRun(context.Background(), r.runID) // best effort: leftover state does not change the verdict
 	}
@@ -377,6 +378,9 @@ func (r *run) finish(res *Result, events uint64) {
 		res.Timeline = r.mu.tl.result()
 	}
 	res.Checks = evaluate(r.s, r.st.Name, vr, res.Faults, res.Figures)
+	if judged != nil {
+		res.Checks = append(res.Checks, judgeCheck(*judged, res.Figures))
+	}
 	res.Verdict = Pass
 	counted := 0
 	for _, c := range res.Checks {
