@@ -179,7 +179,8 @@ type Generator struct {
 // New returns an error wrapping one of: ErrInvalidLayout (bad field, epoch
 // in the future), ErrLifetime (the time field overflowed), ErrNodeRange,
 // ErrInvalidPolicy, ErrInvalidSettings (negative MaxWait, MaxLead or
-// Reserve), ErrCheckpoint (the mark could not be loaded).
+// Reserve), ErrCheckpoint (the mark could not be loaded), ErrPanic (the
+// Clock or the Checkpointer panicked).
 func New(s Settings) (*Generator, error) {
 	if s.Layout.isZero() {
 		s.Layout = DefaultLayout()
@@ -210,7 +211,10 @@ func New(s Settings) (*Generator, error) {
 	if s.Clock == nil {
 		s.Clock = SystemClock()
 	}
-	wall, _ := s.Clock.Now()
+	wall, _, err := clockNow(s.Clock)
+	if err != nil {
+		return nil, err
+	}
 	if err := l.ValidateAt(wall); err != nil {
 		return nil, err
 	}
@@ -239,7 +243,7 @@ func New(s Settings) (*Generator, error) {
 	g.mu.markTick = math.MaxInt64
 	g.mu.renewAt = math.MaxInt64
 	if g.cp != nil {
-		markMs, err := g.cp.Load()
+		markMs, err := checkpointLoad(g.cp)
 		if err != nil {
 			if !errors.Is(err, ErrCheckpoint) {
 				err = fmt.Errorf("%w: load: %w", ErrCheckpoint, err)
@@ -271,7 +275,8 @@ func (g *Generator) Settings() Settings { return g.settings }
 // monotonic deadline covering rewind and exhaustion waits). Errors wrap
 // one of: ErrClockBackwards, ErrWaitExceeded, ErrLeadExceeded (all three in
 // a *RewindError when a rewind or the start fence caused them),
-// ErrBeforeEpoch, ErrLifetime, ErrFenced, ErrCheckpoint, ErrClosed. On the
+// ErrBeforeEpoch, ErrLifetime, ErrFenced, ErrCheckpoint, ErrClosed,
+// ErrPanic (see Generator for where a dependency's panic is recovered). On the
 // fast path it costs one clock reading and one compare-and-swap.
 func (g *Generator) Next() (ID, error) { return g.next(context.Background()) }
 
@@ -338,7 +343,8 @@ func (g *Generator) next(ctx context.Context) (ID, error) {
 
 // NextN fills dst with strictly increasing IDs and returns how many it
 // wrote; n < len(dst) only together with an error (the IDs written are
-// valid). A batch that fits in the current tick costs one clock reading
+// valid, even when an Observer that panicked after a whole batch makes
+// the error come with n == len(dst)). It returns Next's errors. A batch that fits in the current tick costs one clock reading
 // and one compare-and-swap in all; a larger one takes the lock once and
 // may wait for later ticks, all within one MaxWait deadline.
 func (g *Generator) NextN(dst []ID) (int, error) { return g.nextN(context.Background(), dst) }
@@ -427,7 +433,9 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 		}
 		s := g.state.Load()
 		if !seenOK || s != seen {
-			wall, mono = g.clock.Now()
+			if wall, mono, err = clockNow(g.clock); err != nil {
+				break
+			}
 			seen, seenOK = s, true
 		}
 		if wall < g.epochNs {
@@ -515,7 +523,10 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 					}
 					break
 				}
-				wall, mono = g.clock.Now() // seen is still s, loaded before
+				// seen is still s, loaded before.
+				if wall, mono, err = clockNow(g.clock); err != nil {
+					break
+				}
 				continue
 			}
 			if t > g.mu.markTick {
@@ -559,12 +570,13 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 		}
 		if n < len(dst) {
 			seen = ns
-			wall, mono = g.clock.Now()
+			if wall, mono, err = clockNow(g.clock); err != nil {
+				break
+			}
 		}
 	}
 	g.mu.Unlock()
-	g.finish(ctx, &ev, err)
-	return n, err
+	return n, g.finish(ctx, &ev, err)
 }
 
 // tickStart returns the wall time (Unix ns) at which tick t begins.
@@ -598,15 +610,24 @@ func (g *Generator) sleepLocked(ctx context.Context, d time.Duration, deadline i
 		return fmt.Errorf("%w: %w", ErrWaitExceeded, context.Cause(ctx))
 	}
 	g.mu.Unlock()
-	g.clock.Sleep(max(d, 1))
-	*wall, *mono = g.clock.Now()
-	var ferr error
-	if g.fence != nil {
-		ferr = g.fence.Check(*mono)
-	}
+	err := g.pause(d, wall, mono)
 	g.mu.Lock()
-	if ferr != nil {
-		return fenceError(ferr)
+	return err
+}
+
+// pause is sleepLocked's part outside the lock: sleep, read the clock,
+// check the fence.
+func (g *Generator) pause(d time.Duration, wall, mono *int64) error {
+	if err := clockSleep(g.clock, max(d, 1)); err != nil {
+		return err
+	}
+	w, m, err := clockNow(g.clock)
+	if err != nil {
+		return err
+	}
+	*wall, *mono = w, m
+	if g.fence != nil {
+		return fenceCheck(g.fence, m)
 	}
 	return nil
 }
@@ -620,10 +641,7 @@ func (g *Generator) renewLocked(t int64) {
 	}
 	g.mu.saving = true
 	g.mu.Unlock()
-	err := g.cp.Save(markMs)
-	if g.obs != nil {
-		g.obs.Checkpoint(markMs, err)
-	}
+	err := g.save(markMs)
 	g.mu.Lock()
 	g.mu.saving = false
 	if err != nil {
@@ -658,14 +676,17 @@ func (g *Generator) fenced(ctx context.Context, err error) error {
 	err = fenceError(err)
 	g.st.refusals.Add(1)
 	if g.obs != nil {
-		g.obs.Refused(ctx, err)
+		if perr := observe("Observer.Refused", func() { g.obs.Refused(ctx, err) }); perr != nil {
+			return withPanic(err, perr)
+		}
 	}
 	return err
 }
 
 // finish updates the counters and calls the Observer for one slow-path
-// call, outside the lock.
-func (g *Generator) finish(ctx context.Context, ev *events, err error) {
+// call, outside the lock. It returns the call's error, with the
+// Observer's panic added if it panicked.
+func (g *Generator) finish(ctx context.Context, ev *events, err error) error {
 	outcome := OutcomeWaited
 	if ev.rewind {
 		switch {
@@ -682,34 +703,57 @@ func (g *Generator) finish(ctx context.Context, ev *events, err error) {
 	if err != nil {
 		g.st.refusals.Add(1)
 	}
-	o := g.obs
-	if o == nil {
-		return
+	if g.obs == nil {
+		return err
 	}
+	if perr := g.report(ctx, ev, outcome, err); perr != nil {
+		if err == nil {
+			g.st.refusals.Add(1)
+		}
+		return withPanic(err, perr)
+	}
+	return err
+}
+
+// report calls the Observer for one slow-path call's events; it stops at
+// the first call that panics and returns its *PanicError.
+func (g *Generator) report(ctx context.Context, ev *events, outcome Outcome, err error) error {
+	o := g.obs
 	if ev.rewind {
-		o.Rewind(ctx, RewindEvent{By: time.Duration(ev.rewindBy), Policy: g.policy, Outcome: outcome, Start: ev.rewindStart})
+		e := RewindEvent{By: time.Duration(ev.rewindBy), Policy: g.policy, Outcome: outcome, Start: ev.rewindStart}
+		if perr := observe("Observer.Rewind", func() { o.Rewind(ctx, e) }); perr != nil {
+			return perr
+		}
 	}
 	if ev.exhausted {
-		o.Exhausted(ctx)
+		if perr := observe("Observer.Exhausted", func() { o.Exhausted(ctx) }); perr != nil {
+			return perr
+		}
 	}
 	for r, w := range ev.waits {
 		if w.on {
-			o.Wait(ctx, WaitReason(r), w.start, time.Duration(w.end-w.start))
+			if perr := observe("Observer.Wait", func() { o.Wait(ctx, WaitReason(r), w.start, time.Duration(w.end-w.start)) }); perr != nil {
+				return perr
+			}
 		}
 	}
 	if ev.lead {
-		o.Lead(time.Duration(ev.leadD))
+		if perr := observe("Observer.Lead", func() { o.Lead(time.Duration(ev.leadD)) }); perr != nil {
+			return perr
+		}
 	}
 	if err != nil {
-		o.Refused(ctx, err)
+		return observe("Observer.Refused", func() { o.Refused(ctx, err) })
 	}
+	return nil
 }
 
 // Ready reports whether a call now would issue: nil if so (possibly after
 // a wait within MaxWait), else the error it would meet: ErrClosed, a
 // fence's ErrFenced, ErrBeforeEpoch, ErrLifetime, a *RewindError (refuse
 // policy behind the last tick or the start fence, a wait longer than
-// MaxWait, a lead beyond MaxLead) or ErrCheckpoint after a failed write.
+// MaxWait, a lead beyond MaxLead), ErrCheckpoint after a failed write, or
+// ErrPanic when the Clock or the Fence panicked.
 // It reads the clock once and takes the lock briefly; it issues nothing.
 func (g *Generator) Ready() error {
 	g.mu.Lock()
@@ -717,10 +761,13 @@ func (g *Generator) Ready() error {
 	// Load the state before reading the clock, so a call that moves the
 	// state meanwhile does not look like a rewind.
 	s := g.state.Load()
-	wall, mono := g.clock.Now()
+	wall, mono, err := clockNow(g.clock)
+	if err != nil {
+		return err
+	}
 	if g.fence != nil {
-		if err := g.fence.Check(mono); err != nil {
-			return fenceError(err)
+		if err := fenceCheck(g.fence, mono); err != nil {
+			return err
 		}
 	}
 	if g.mu.closed {
@@ -818,10 +865,7 @@ func (g *Generator) Close() error {
 	}
 	tick := int64((s &^ slowBit) >> g.timeShift)
 	markMs := ceilMs(g.tickStart(tick))
-	err := g.cp.Save(markMs)
-	if g.obs != nil {
-		g.obs.Checkpoint(markMs, err)
-	}
+	err := g.save(markMs)
 	if err != nil {
 		g.st.cpErrors.Add(1)
 		if !errors.Is(err, ErrCheckpoint) {

@@ -36,7 +36,7 @@ func propSeeds() []uint64 {
 
 // documented reports whether err wraps one of the errors Next documents.
 func documented(err error) bool {
-	for _, e := range []error{ErrClockBackwards, ErrWaitExceeded, ErrLeadExceeded, ErrBeforeEpoch, ErrLifetime, ErrFenced, ErrCheckpoint, ErrClosed} {
+	for _, e := range []error{ErrClockBackwards, ErrWaitExceeded, ErrLeadExceeded, ErrBeforeEpoch, ErrLifetime, ErrFenced, ErrCheckpoint, ErrClosed, ErrPanic} {
 		if errors.Is(err, e) {
 			return true
 		}
