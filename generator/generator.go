@@ -105,6 +105,14 @@ const slowBit = uint64(1) << 63
 // for concurrent use. The fast path (the clock in the same or a later
 // tick, no rewind, no lead, mark not due) costs one clock reading and one
 // compare-and-swap, and allocates nothing; everything else takes a mutex.
+//
+// A dependency that panics never leaves the generator locked. Where the
+// generator holds its mutex, has a checkpoint write in flight or calls the
+// Observer, the panic is recovered and the call fails with a *PanicError
+// (ErrPanic); the next call runs normally. The fast path holds nothing and
+// calls Clock.Now and Fence.Check without a deferred recover, which would
+// cost every ID: a panic there reaches the caller unchanged and leaves the
+// generator as it was.
 type Generator struct {
 	// Read-only after New; the fast path reads these, so they share no
 	// cache line with state, which every issue writes.
