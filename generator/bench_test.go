@@ -208,18 +208,21 @@ func (s *side) round(n int) time.Duration {
 	}
 	cpu0, ok0 := processCPU()
 	start := time.Now()
+	share := func(p int) int {
+		if p < n%s.procs {
+			return n/s.procs + 1
+		}
+		return n / s.procs
+	}
 	var wg sync.WaitGroup
-	for p := range s.procs {
+	for p := 1; p < s.procs; p++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			share := n / s.procs
-			if p < n%s.procs {
-				share++
-			}
-			s.run(share)
+			s.run(share(p))
 		}()
 	}
+	s.run(share(0))
 	wg.Wait()
 	d := time.Since(start)
 	cpu1, ok1 := processCPU()
@@ -229,20 +232,18 @@ func (s *side) round(n int) time.Duration {
 	return d
 }
 
-// pairRounds is how many rounds a paired benchmark splits b.N into.
-const pairRounds = 20
-
-// pair runs a benchmark's subject and its reference alternately in
-// pairRounds rounds (ABBA order), each side b.N operations in all. Only
+// pair runs a benchmark's subject and its reference alternately in rounds
+// (ABBA order) of about round each, b.N operations per side in all. Only
 // the subject's rounds are timed, so ns/op is the subject's. It reports
 // ns/ID for both sides and, as ratio, the median of the per-round ratios
-// subject/reference: rounds next to each other saw about the same machine,
-// so the ratio holds up on a noisy host where absolute figures do not.
-func pair(b *testing.B, idsPerOp int, ratio string, sub, ref *side) {
+// subject/reference: two rounds next to each other saw about the same
+// machine, and the median drops the rounds a busy host interrupted, so
+// the ratio holds up where absolute figures do not.
+func pair(b *testing.B, idsPerOp int, round time.Duration, ratio string, sub, ref *side) {
 	var ratios []float64
 	b.StopTimer()
 	b.ResetTimer()
-	size := (b.N + pairRounds - 1) / pairRounds
+	size := 1
 	for i, left := 0, b.N; left > 0; i++ {
 		n := min(left, size)
 		left -= n
@@ -258,7 +259,12 @@ func pair(b *testing.B, idsPerOp int, ratio string, sub, ref *side) {
 			ds = sub.round(n)
 			b.StopTimer()
 		}
-		ratios = append(ratios, float64(ds)/float64(max(dr, 1)))
+		if ds < round {
+			size *= 2 // still sizing the rounds
+		}
+		if ds >= round/2 || left == 0 && ratios == nil {
+			ratios = append(ratios, float64(ds)/float64(max(dr, 1)))
+		}
 	}
 	slices.Sort(ratios)
 	ids := float64(b.N) * float64(idsPerOp)
@@ -266,6 +272,13 @@ func pair(b *testing.B, idsPerOp int, ratio string, sub, ref *side) {
 	b.ReportMetric(float64(ref.elapsed.Nanoseconds())/ids, "ref-ns/ID")
 	b.ReportMetric(ratios[len(ratios)/2], ratio)
 }
+
+// Round lengths: a counter clock round is short, so few are cut by the
+// host's scheduler; a real-clock round spans many ticks.
+const (
+	counterRound = time.Millisecond
+	realRound    = 20 * time.Millisecond
+)
 
 // nextSide is Next on g from procs goroutines.
 func nextSide(b *testing.B, g *Generator, procs int) *side {
@@ -342,7 +355,7 @@ func reportCeiling(b *testing.B, sub *side, idsPerOp int) {
 // the ratio to the bare mutex generator on the same clock.
 func BenchmarkNext(b *testing.B) {
 	g, m := benchGen(b, newCounterClock(12)), newBareGen(newCounterClock(12))
-	pair(b, 1, "x-mutex", nextSide(b, g, 1), bareSide(m, 1))
+	pair(b, 1, counterRound, "x-mutex", nextSide(b, g, 1), bareSide(m, 1))
 }
 
 // BenchmarkNextMinimal is BenchmarkNext with no checkpoint, fence or
@@ -353,7 +366,7 @@ func BenchmarkNextMinimal(b *testing.B) {
 		b.Fatal(err)
 	}
 	m := newBareGen(newCounterClock(12))
-	pair(b, 1, "x-mutex", nextSide(b, g, 1), bareSide(m, 1))
+	pair(b, 1, counterRound, "x-mutex", nextSide(b, g, 1), bareSide(m, 1))
 }
 
 // BenchmarkNextParallel is BenchmarkNext from GOMAXPROCS goroutines
@@ -362,7 +375,7 @@ func BenchmarkNextMinimal(b *testing.B) {
 func BenchmarkNextParallel(b *testing.B) {
 	procs := runtime.GOMAXPROCS(0)
 	g, m := benchGen(b, newAtomicCounterClock(12)), newBareGen(newAtomicCounterClock(12))
-	pair(b, 1, "x-mutex", nextSide(b, g, procs), bareSide(m, procs))
+	pair(b, 1, counterRound, "x-mutex", nextSide(b, g, procs), bareSide(m, procs))
 }
 
 // realNextSides returns the generator and bare mutex sides of a real-clock
@@ -380,7 +393,7 @@ func realNextSides(b *testing.B, procs int) (sub, ref *side) {
 // x-mutex against the bare mutex generator on the system clock.
 func BenchmarkNextRealClock(b *testing.B) {
 	sub, ref := realNextSides(b, 1)
-	pair(b, 1, "x-mutex", sub, ref)
+	pair(b, 1, realRound, "x-mutex", sub, ref)
 	reportCeiling(b, sub, 1)
 }
 
@@ -388,7 +401,7 @@ func BenchmarkNextRealClock(b *testing.B) {
 // GOMAXPROCS goroutines sharing one generator.
 func BenchmarkNextRealClockParallel(b *testing.B) {
 	sub, ref := realNextSides(b, runtime.GOMAXPROCS(0))
-	pair(b, 1, "x-mutex", sub, ref)
+	pair(b, 1, realRound, "x-mutex", sub, ref)
 	reportCeiling(b, sub, 1)
 }
 
@@ -398,7 +411,7 @@ func BenchmarkNextRealClockParallel(b *testing.B) {
 // clock.
 func BenchmarkNextN4096(b *testing.B) {
 	g, m := benchGen(b, newCounterClock(0)), newBareGen(newCounterClock(0))
-	pair(b, 4096, "x-mutex", batchSide(b, g, 1), bareBatchSide(m, 1))
+	pair(b, 4096, counterRound, "x-mutex", batchSide(b, g, 1), bareBatchSide(m, 1))
 }
 
 // BenchmarkNextN4096Parallel is BenchmarkNextN4096 from GOMAXPROCS
@@ -406,7 +419,7 @@ func BenchmarkNextN4096(b *testing.B) {
 func BenchmarkNextN4096Parallel(b *testing.B) {
 	procs := runtime.GOMAXPROCS(0)
 	g, m := benchGen(b, newAtomicCounterClock(0)), newBareGen(newAtomicCounterClock(0))
-	pair(b, 4096, "x-mutex", batchSide(b, g, procs), bareBatchSide(m, procs))
+	pair(b, 4096, counterRound, "x-mutex", batchSide(b, g, procs), bareBatchSide(m, procs))
 }
 
 // BenchmarkNextNRealClock is NextN(4096) on the system clock: each batch
@@ -420,7 +433,7 @@ func BenchmarkNextNRealClock(b *testing.B) {
 	sub, ref := batchSide(b, g, 1), batchSide(b, y, 1)
 	sub.prime = primeTick(func() ID { id, _ := g.Next(); return id })
 	ref.prime = primeTick(func() ID { id, _ := y.Next(); return id })
-	pair(b, 4096, "x-yield", sub, ref)
+	pair(b, 4096, realRound, "x-yield", sub, ref)
 	reportCeiling(b, sub, 4096)
 	if sub.cpuOK && ref.cpuOK {
 		b.ReportMetric(float64(sub.cpu.Microseconds())/float64(b.N), "cpu-us/batch")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,8 +99,15 @@ type Stats struct {
 }
 
 // slowBit in the state word sends every call to the slow path (fresh
-// start, logical lead, closed). It is the sign bit, never part of an ID.
+// start, logical lead, closed, or a call that lost fastTries races). It is
+// the sign bit, never part of an ID; the slow path decides from the
+// mutex-guarded fields, so a slowBit set for contention alone is cleared
+// by the next ID it issues.
 const slowBit = uint64(1) << 63
+
+// fastTries is how many compare-and-swaps a fast-path call tries before it
+// takes the slow path; it yields 1, 2, 4, ... times between tries.
+const fastTries = 6
 
 // Generator issues strictly increasing, unique IDs for one node. It is safe
 // for concurrent use. The fast path (the clock in the same or a later
@@ -307,6 +315,7 @@ func (g *Generator) next(ctx context.Context) (ID, error) {
 	// stale: wall was read before s was loaded (after a lost race), so it
 	// may be older than the tick another call moved the state to.
 	stale := false
+	tries := 0
 	for s&slowBit == 0 {
 		off := wall - g.epochNs - int64(s>>g.timeShift)*g.tickNs
 		if uint64(off) < uint64(g.tickNs) {
@@ -338,9 +347,22 @@ func (g *Generator) next(ctx context.Context) (ID, error) {
 		} else {
 			break // behind: a rewind
 		}
-		// Another call got in first. Our reading is still good for its
-		// tick or a later one; it only needs renewing if the state has
-		// moved past it.
+		// Another call got in first, so the state's cache line is moving
+		// between cores at every ID. Back off, longer each time, so the
+		// winner issues on with the line (and the clock's) in its own
+		// cache; after fastTries, stop the fast path of every call
+		// (slowBit, which the slow path clears) so this one is served
+		// under the mutex in bounded time. Our reading is still good for
+		// the state's tick or a later one; it only needs renewing if the
+		// state has moved past it.
+		if tries++; tries == fastTries {
+			s = g.state.Or(slowBit) | slowBit
+			stale = true
+			break
+		}
+		for range 1 << (tries - 1) {
+			runtime.Gosched()
+		}
 		s = g.state.Load()
 		stale = true
 	}
