@@ -161,6 +161,9 @@ type Generator struct {
 		lead, maxLead                                 atomic.Int64
 		markMs                                        atomic.Int64
 		cpWrites, cpErrors                            atomic.Uint64
+		// withheld counts IDs the fast path claimed but did not hand
+		// out because the fence refused the call.
+		withheld atomic.Uint64
 	}
 
 	mu struct {
@@ -292,21 +295,56 @@ func (g *Generator) Settings() Settings { return g.settings }
 // one of: ErrClockBackwards, ErrWaitExceeded, ErrLeadExceeded (all three in
 // a *RewindError when a rewind or the start fence caused them),
 // ErrBeforeEpoch, ErrLifetime, ErrFenced, ErrCheckpoint, ErrClosed,
-// ErrPanic (see Generator for where a dependency's panic is recovered). On the
-// fast path it costs one clock reading and one compare-and-swap.
-func (g *Generator) Next() (ID, error) { return g.next(context.Background()) }
+// ErrPanic (see Generator for where a dependency's panic is recovered). On
+// the fast path it costs one clock reading, one compare-and-swap and the
+// fence check.
+func (g *Generator) Next() (ID, error) { return g.next(nil) }
 
 // NextContext is Next with a context: ctx is handed to the Observer, and
 // when it is done, a call that is waiting stops (within one sleep step)
 // with an error wrapping ErrWaitExceeded and the context's error.
-func (g *Generator) NextContext(ctx context.Context) (ID, error) { return g.next(ctx) }
+func (g *Generator) NextContext(ctx context.Context) (ID, error) { return g.next(&ctx) }
 
-// next is Next's fast path: while the clock stays in the current tick (or
-// moves to a later one below the limit) it is a load, a clock reading and
-// a compare-and-swap, retried if another call got in first.
-func (g *Generator) next(ctx context.Context) (ID, error) {
+// next is Next's fast path: while the clock stays in the state's tick and
+// its sequence has room, it is a load, a clock reading, a compare-and-swap
+// and the fence check, in a function small enough to keep everything in
+// registers. ctx is nil for context.Background, and passed by pointer:
+// a context held across the two dependency calls costs every ID about
+// 0.3 ns (measured). The fence is checked after the compare-and-swap,
+// with the reading it was taken for: when it refuses, the claimed ID is
+// never handed out (and not counted as issued).
+func (g *Generator) next(ctx *context.Context) (ID, error) {
 	s := g.state.Load()
 	wall, mono := g.clock.Now()
+	// s&(slowBit|seqMask) < seqMask: no slowBit and the sequence has room.
+	lost := false
+	if s&(slowBit|g.seqMask) < g.seqMask && uint64(wall-g.epochNs-int64(s>>(g.timeShift&63))*g.tickNs) < uint64(g.tickNs) {
+		if g.state.CompareAndSwap(s, s+1) {
+			if g.fence != nil {
+				if err := g.fence.Check(mono); err != nil {
+					g.st.withheld.Add(1)
+					return 0, g.fenced(contextOf(ctx), err)
+				}
+			}
+			return ID(s + 1 | g.nodePart), nil
+		}
+		lost = true
+	}
+	return g.nextSlow(contextOf(ctx), s, lost, wall, mono)
+}
+
+// contextOf returns *ctx, or context.Background when ctx is nil.
+func contextOf(ctx *context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return *ctx
+}
+
+// nextSlow is the rest of Next after the fast path's first try: the fence
+// check, a move to a later tick below the limit, retries after a lost race
+// (lost: the first try's compare-and-swap failed), and the slow path.
+func (g *Generator) nextSlow(ctx context.Context, s uint64, lost bool, wall, mono int64) (ID, error) {
 	if g.fence != nil {
 		if err := g.fence.Check(mono); err != nil {
 			return 0, g.fenced(ctx, err)
@@ -317,6 +355,26 @@ func (g *Generator) next(ctx context.Context) (ID, error) {
 	stale := false
 	tries := 0
 	for s&slowBit == 0 {
+		if lost {
+			// Another call got in first, so the state's cache line is
+			// moving between cores at every ID. Back off, longer each
+			// time, so the winner issues on with the line (and the
+			// clock's) in its own cache; after fastTries, stop the fast
+			// path of every call (slowBit, which the slow path clears) so
+			// this one is served under the mutex in bounded time. Our
+			// reading is still good for the state's tick or a later one;
+			// it only needs renewing if the state has moved past it.
+			lost, stale = false, true
+			if tries++; tries == fastTries {
+				s = g.state.Or(slowBit) | slowBit
+				break
+			}
+			for range 1 << (tries - 1) {
+				runtime.Gosched()
+			}
+			s = g.state.Load()
+			continue
+		}
 		off := wall - g.epochNs - int64(s>>g.timeShift)*g.tickNs
 		if uint64(off) < uint64(g.tickNs) {
 			// Same tick as the last ID.
@@ -347,24 +405,7 @@ func (g *Generator) next(ctx context.Context) (ID, error) {
 		} else {
 			break // behind: a rewind
 		}
-		// Another call got in first, so the state's cache line is moving
-		// between cores at every ID. Back off, longer each time, so the
-		// winner issues on with the line (and the clock's) in its own
-		// cache; after fastTries, stop the fast path of every call
-		// (slowBit, which the slow path clears) so this one is served
-		// under the mutex in bounded time. Our reading is still good for
-		// the state's tick or a later one; it only needs renewing if the
-		// state has moved past it.
-		if tries++; tries == fastTries {
-			s = g.state.Or(slowBit) | slowBit
-			stale = true
-			break
-		}
-		for range 1 << (tries - 1) {
-			runtime.Gosched()
-		}
-		s = g.state.Load()
-		stale = true
+		lost = true
 	}
 	var one [1]ID
 	_, err := g.issue(ctx, one[:], s, !stale, wall, mono)
@@ -845,11 +886,14 @@ func (g *Generator) Ready() error {
 // Stats returns the generator's counters. It costs a few atomic loads and
 // never takes the lock.
 func (g *Generator) Stats() Stats {
+	// withheld first: every ID it counts was claimed before, so is
+	// counted in the state loaded after it.
+	withheld := g.st.withheld.Load()
 	base := g.issuedBase.Load()
 	s := g.state.Load()
 	var st Stats
 	if g.st.issuedAny.Load() {
-		st.Issued = uint64(base + int64(s&g.seqMask) + 1)
+		st.Issued = uint64(base+int64(s&g.seqMask)+1) - withheld
 		st.LastTick = int64((s &^ slowBit) >> g.timeShift)
 	}
 	st.RewindsWaited = g.st.rewindsWaited.Load()

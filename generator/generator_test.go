@@ -538,8 +538,8 @@ func TestFence(t *testing.T) {
 	if err := g.Ready(); !errors.Is(err, ErrFenced) {
 		t.Errorf("Ready = %v", err)
 	}
-	if st := g.Stats(); st.Refusals != 2 || len(o.refused) != 2 {
-		t.Errorf("refusals %d, observed %d", st.Refusals, len(o.refused))
+	if st := g.Stats(); st.Refusals != 2 || len(o.refused) != 2 || st.Issued != 10 {
+		t.Errorf("refusals %d, observed %d, issued %d (want 2, 2, 10)", st.Refusals, len(o.refused), st.Issued)
 	}
 }
 
@@ -779,6 +779,10 @@ func TestNoAllocs(t *testing.T) {
 	mustNext(t, g)
 	if a := testing.AllocsPerRun(10000, func() { g.Next() }); a != 0 {
 		t.Errorf("Next allocates %v per call", a)
+	}
+	ctx := context.Background()
+	if a := testing.AllocsPerRun(10000, func() { g.NextContext(ctx) }); a != 0 {
+		t.Errorf("NextContext allocates %v per call", a)
 	}
 	dst := make([]ID, 64)
 	if a := testing.AllocsPerRun(1000, func() { g.NextN(dst) }); a != 0 {
