@@ -273,10 +273,11 @@ func pair(b *testing.B, idsPerOp int, round time.Duration, ratio string, sub, re
 	b.ReportMetric(ratios[len(ratios)/2], ratio)
 }
 
-// Round lengths: a counter clock round is short, so few are cut by the
-// host's scheduler; a real-clock round spans many ticks.
+// Round lengths: a counter clock round is short (about 20,000 calls), so
+// few are cut by the host's scheduler; a real-clock round spans many
+// ticks.
 const (
-	counterRound = time.Millisecond
+	counterRound = 200 * time.Microsecond
 	realRound    = 20 * time.Millisecond
 )
 
