@@ -429,9 +429,16 @@ func BenchmarkNextN4096Parallel(b *testing.B) {
 // cpu-us/batch is the process CPU per batch. The reference is the same
 // generator on a clock whose sleep yields in a loop below 1 ms, as the
 // system clock did before: ref-cpu-us/batch, and x-cpu the ratio.
-func BenchmarkNextNRealClock(b *testing.B) {
+func BenchmarkNextNRealClock(b *testing.B) { benchRealBatches(b, 1) }
+
+// BenchmarkNextNRealClockWorkers is BenchmarkNextNRealClock from 4
+// goroutines, as loadbench's default batch workers: three of them wait
+// for a tick while one is served.
+func BenchmarkNextNRealClockWorkers(b *testing.B) { benchRealBatches(b, 4) }
+
+func benchRealBatches(b *testing.B, workers int) {
 	g, y := benchGen(b, SystemClock()), benchGen(b, yieldClock{})
-	sub, ref := batchSide(b, g, 1), batchSide(b, y, 1)
+	sub, ref := batchSide(b, g, workers), batchSide(b, y, workers)
 	sub.prime = primeTick(func() ID { id, _ := g.Next(); return id })
 	ref.prime = primeTick(func() ID { id, _ := y.Next(); return id })
 	pair(b, 4096, realRound, "x-yield", sub, ref)

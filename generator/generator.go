@@ -187,6 +187,10 @@ type Generator struct {
 		renewAt  int64
 		saving   bool
 		saveErr  error
+		// waiting is how many IDs the calls now sleeping in waitLocked
+		// still want: they are served first, so a call that starts
+		// waiting sleeps until the tick it can expect to be served in.
+		waiting int64
 	}
 }
 
@@ -563,7 +567,7 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 				if rewind {
 					reason = WaitRewind
 				}
-				if werr := g.waitLocked(ctx, &ev, reason, g.tickStart(need)-wall, deadline, &wall, &mono); werr != nil {
+				if werr := g.waitLocked(ctx, &ev, reason, g.tickStart(need)-wall, int64(len(dst)-n), deadline, &wall, &mono); werr != nil {
 					if rewind {
 						err = &RewindError{By: time.Duration(ev.rewindBy), Policy: g.policy, Err: werr}
 					} else {
@@ -657,7 +661,15 @@ func (g *Generator) tickStart(t int64) int64 { return g.epochNs + t*g.tickNs }
 // call can issue (need ns from now), releasing the lock while it sleeps.
 // It fails at once with ErrWaitExceeded when the wait cannot finish before
 // the deadline, so a call never blocks past its budget.
-func (g *Generator) waitLocked(ctx context.Context, ev *events, reason WaitReason, need, deadline int64, wall, mono *int64) error {
+//
+// Calls already sleeping here want g.mu.waiting IDs, which the ticks from
+// need on will serve first, so the call sleeps that many ticks' worth
+// longer, less one (within the deadline), while its own demand (the IDs it
+// still wants) counts for the calls after it: of calls that each want a
+// whole tick, two wake at a boundary (the one served and one in case it
+// is late) instead of all of them, only to find the tick taken. The
+// estimate only decides when to wake; a call that wakes early waits again.
+func (g *Generator) waitLocked(ctx context.Context, ev *events, reason WaitReason, need, demand, deadline int64, wall, mono *int64) error {
 	if need > deadline-*mono {
 		return ErrWaitExceeded
 	}
@@ -665,7 +677,10 @@ func (g *Generator) waitLocked(ctx context.Context, ev *events, reason WaitReaso
 	if !w.on {
 		w.on, w.start = true, *mono
 	}
-	err := g.sleepLocked(ctx, min(time.Duration(need), maxSleepStep), deadline, wall, mono)
+	d := min(need+max(g.mu.waiting/(g.maxSeq+1)-1, 0)*g.tickNs, deadline-*mono)
+	g.mu.waiting += demand
+	err := g.sleepLocked(ctx, min(time.Duration(d), maxSleepStep), deadline, wall, mono)
+	g.mu.waiting -= demand
 	w.end = *mono
 	return err
 }
@@ -677,8 +692,8 @@ func (g *Generator) sleepLocked(ctx context.Context, d time.Duration, deadline i
 	if d > time.Duration(deadline-*mono) {
 		return ErrWaitExceeded
 	}
-	if ctx.Done() != nil && ctx.Err() != nil {
-		return fmt.Errorf("%w: %w", ErrWaitExceeded, context.Cause(ctx))
+	if err := contextDone(ctx); err != nil {
+		return err
 	}
 	g.mu.Unlock()
 	err := g.pause(d, wall, mono)

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"context"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -76,6 +77,16 @@ func fenceCheck(f Fence, mono int64) (err error) {
 	defer guard("Fence.Check", &err)
 	if err := f.Check(mono); err != nil {
 		return fenceError(err)
+	}
+	return nil
+}
+
+// contextDone returns an error wrapping ErrWaitExceeded and the context's
+// cause once ctx is done.
+func contextDone(ctx context.Context) (err error) {
+	defer guard("context", &err)
+	if ctx.Done() != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", ErrWaitExceeded, context.Cause(ctx))
 	}
 	return nil
 }
