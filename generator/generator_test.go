@@ -281,6 +281,33 @@ func TestExhaustionWaitsForNextTick(t *testing.T) {
 
 // TestOneDeadline shows one deadline covers a rewind wait followed by an
 // exhaustion wait in the same call.
+// TestWaitersWakeATickApart: a call that must wait for the next tick while
+// other calls already wait for three ticks' worth of IDs sleeps two ticks
+// longer (they are served first, and one of them may be late), and is
+// served in the tick it woke in.
+func TestWaitersWakeATickApart(t *testing.T) {
+	for _, tc := range []struct {
+		waiting int64
+		want    time.Duration
+	}{{0, 750 * time.Microsecond}, {4095, 750 * time.Microsecond}, {3 * 4096, 2750 * time.Microsecond}} {
+		c := newScriptClock(t0.Add(250 * time.Microsecond))
+		g := mustNew(t, Settings{Clock: c})
+		if n, err := g.NextN(make([]ID, 4096)); n != 4096 || err != nil {
+			t.Fatalf("NextN = %d, %v", n, err)
+		}
+		g.mu.Lock()
+		g.mu.waiting = tc.waiting // as if other calls slept in waitLocked
+		g.mu.Unlock()
+		id := mustNext(t, g)
+		if _, slept := c.Slept(); slept != tc.want {
+			t.Errorf("with %d IDs awaited: slept %v, want %v", tc.waiting, slept, tc.want)
+		}
+		if wall, _ := c.Now(); tickOf(id) != DefaultLayout().TickOf(wall) {
+			t.Errorf("with %d IDs awaited: ID in tick %d, woke in %d", tc.waiting, tickOf(id), DefaultLayout().TickOf(wall))
+		}
+	}
+}
+
 func TestOneDeadline(t *testing.T) {
 	for _, tc := range []struct {
 		maxWait time.Duration
