@@ -452,3 +452,27 @@ func callRecovered(g *Generator, dst []ID, batch bool) (ids []ID, err error) {
 	}
 	return []ID{id}, nil
 }
+
+// panickyContext is a context whose Err panics.
+type panickyContext struct{ context.Context }
+
+func (panickyContext) Err() error { panic("Err panicked") }
+
+// TestPanicInContext: a context that panics when a waiting call checks it
+// fails the call like a panicking dependency, and the lock is free.
+func TestPanicInContext(t *testing.T) {
+	p := newPanicky()
+	g := mustNew(t, p.settings(PolicyWait))
+	stepBack(p, g) // the next call waits, checking its context first
+	done, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := g.NextContext(panickyContext{done})
+	var pe *PanicError
+	if !errors.As(err, &pe) || pe.Op != "context" {
+		t.Fatalf("err = %v, want a *PanicError from the context", err)
+	}
+	unlocked(t, g)
+	if _, err := g.NextContext(done); err != nil {
+		t.Fatalf("NextContext after the panic: %v", err)
+	}
+}
