@@ -45,6 +45,7 @@ import (
 
 	"github.com/snowchaos/snowchaos/deploy/kube/fleet"
 	"github.com/snowchaos/snowchaos/deploy/kube/internal/kubeyaml"
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 )
 
@@ -84,24 +85,24 @@ type Mapping struct {
 
 // Unmappable gives, for each fault kind Chaos Mesh cannot inject, the
 // reason. Every kind of scenario.Kinds is either here or mapped.
-var Unmappable = map[scenario.Kind]string{
-	scenario.KindFreeze: "TimeChaos adds a constant offset to a clock; a clock standing still is an offset that grows with time",
-	scenario.KindSmear: "TimeChaos adds a constant offset; a smear changes the clock's rate, and a staircase of TimeChaos steps " +
+var Unmappable = map[faults.Kind]string{
+	faults.KindFreeze: "TimeChaos adds a constant offset to a clock; a clock standing still is an offset that grows with time",
+	faults.KindSmear: "TimeChaos adds a constant offset; a smear changes the clock's rate, and a staircase of TimeChaos steps " +
 		"would step the clock back, the very thing a smear avoids",
-	scenario.KindSlew: "TimeChaos adds a constant offset; a slew changes the clock's rate, and a staircase of TimeChaos steps " +
+	faults.KindSlew: "TimeChaos adds a constant offset; a slew changes the clock's rate, and a staircase of TimeChaos steps " +
 		"would step the clock back, the very thing a slew avoids",
-	scenario.KindDrift: "TimeChaos cannot change a clock's rate; drift is a rate error",
-	scenario.KindPause: "Chaos Mesh cannot stop a container's processes (no SIGSTOP or cgroup-freezer action), and a VM pause " +
+	faults.KindDrift: "TimeChaos cannot change a clock's rate; drift is a rate error",
+	faults.KindPause: "Chaos Mesh cannot stop a container's processes (no SIGSTOP or cgroup-freezer action), and a VM pause " +
 		"also holds the monotonic clock, which only suspending the VM or node does; pod-failure would be a restart, not a pause",
-	scenario.KindHandoff: "the new holder's clock must be behind from its first instant, so that its handoff guard compares " +
+	faults.KindHandoff: "the new holder's clock must be behind from its first instant, so that its handoff guard compares " +
 		"against a late clock; TimeChaos attaches to a process already running (after the guard), and the StatefulSet brings " +
 		"back the same pod rather than another host",
 }
 
 // mappedKinds are the kinds the builder injects.
-var mappedKinds = map[scenario.Kind]bool{
-	scenario.KindStep: true, scenario.KindLeap: true, scenario.KindRevert: true,
-	scenario.KindRestart: true, scenario.KindClone: true, scenario.KindStoreOutage: true,
+var mappedKinds = map[faults.Kind]bool{
+	faults.KindStep: true, faults.KindLeap: true, faults.KindRevert: true,
+	faults.KindRestart: true, faults.KindClone: true, faults.KindStoreOutage: true,
 }
 
 // ClockIDs are the clocks the TimeChaos objects shift: the wall clock
@@ -183,13 +184,13 @@ func New(s *scenario.Scenario, o Options) (*Export, error) {
 	b.clock()
 	for _, f := range s.TimeOrder() {
 		switch f.Kind {
-		case scenario.KindStep, scenario.KindLeap, scenario.KindRevert:
+		case faults.KindStep, faults.KindLeap, faults.KindRevert:
 			// Done by clock.
-		case scenario.KindRestart:
+		case faults.KindRestart:
 			b.restart(f)
-		case scenario.KindClone:
+		case faults.KindClone:
 			b.clone(f)
-		case scenario.KindStoreOutage:
+		case faults.KindStoreOutage:
 			b.storeOutage(f)
 		default:
 			b.add(Mapping{Fault: f.Name, Kind: string(f.Kind), Line: f.Line, At: f.At, Status: Unmapped, Reason: Unmappable[f.Kind]})
@@ -412,13 +413,13 @@ func (b *builder) clock() {
 	var reverts []scenario.Fault
 	for _, f := range b.s.TimeOrder() {
 		switch f.Kind {
-		case scenario.KindStep:
+		case faults.KindStep:
 			steps = append(steps, clockStep{name: f.Name, kind: string(f.Kind), line: f.Line, at: f.At, by: f.By, nodes: f.Nodes})
-		case scenario.KindLeap:
+		case faults.KindLeap:
 			steps = append(steps, clockStep{name: f.Name, kind: string(f.Kind), line: f.Line, at: f.At, by: -time.Second, nodes: f.Nodes,
 				note: "the clock steps back 1s at the fault's offset from the Workflow's start, not when the wall clock reaches the end of a day " +
 					"(the scenario's start time is not the cluster's)"})
-		case scenario.KindRevert:
+		case faults.KindRevert:
 			reverts = append(reverts, f)
 		}
 	}

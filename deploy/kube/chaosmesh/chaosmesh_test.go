@@ -19,6 +19,7 @@ import (
 	"github.com/snowchaos/snowchaos/deploy/kube/internal/crdcheck"
 	"github.com/snowchaos/snowchaos/deploy/kube/internal/kubecheck"
 	"github.com/snowchaos/snowchaos/deploy/kube/internal/kubeyaml"
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 )
 
@@ -27,7 +28,7 @@ var update = flag.Bool("update", false, "rewrite the golden exports in testdata"
 // TestEveryKindMappedOrExplained fails when a fault kind is added to the
 // scenario vocabulary without a Chaos Mesh mapping or a stated reason.
 func TestEveryKindMappedOrExplained(t *testing.T) {
-	for _, k := range scenario.Kinds() {
+	for _, k := range faults.Kinds(faults.InScenario) {
 		s := mustParse(t, "kind.yaml", oneFault(k))
 		ex, err := chaosmesh.New(s, chaosmesh.Options{})
 		if err != nil {
@@ -45,7 +46,7 @@ func TestEveryKindMappedOrExplained(t *testing.T) {
 				t.Errorf("%s: unmapped without its reason: %+v", k, m)
 			case m.Status != chaosmesh.Unmapped && chaosmesh.Unmappable[k] != "":
 				t.Errorf("%s: mapped although Unmappable says %q", k, chaosmesh.Unmappable[k])
-			case m.Status == chaosmesh.Mapped && len(m.Templates) == 0 && k != scenario.KindRevert:
+			case m.Status == chaosmesh.Mapped && len(m.Templates) == 0 && k != faults.KindRevert:
 				// A revert with nothing mapped before it has nothing to end.
 				t.Errorf("%s: mapped to no template", k)
 			}
@@ -55,19 +56,19 @@ func TestEveryKindMappedOrExplained(t *testing.T) {
 		}
 	}
 	for k := range chaosmesh.Unmappable {
-		if !contains(scenario.Kinds(), k) {
+		if !contains(faults.Kinds(faults.InScenario), k) {
 			t.Errorf("Unmappable explains %q, which is no fault kind", k)
 		}
 	}
 }
 
 // oneFault is a small valid scenario with one fault of kind k.
-func oneFault(k scenario.Kind) string {
-	params := map[scenario.Kind]string{
-		scenario.KindStep: "by: -5ms", scenario.KindFreeze: "for: 100ms", scenario.KindSmear: "by: -1s, window: 2s",
-		scenario.KindSlew: "by: -1ms", scenario.KindDrift: "ppm: 100", scenario.KindPause: "for: 100ms",
-		scenario.KindStoreOutage: "for: 1s", scenario.KindHandoff: "behind: 20ms, gap: 5ms", scenario.KindRestart: "for: 10ms",
-		scenario.KindClone: "for: 1s",
+func oneFault(k faults.Kind) string {
+	params := map[faults.Kind]string{
+		faults.KindStep: "by: -5ms", faults.KindFreeze: "for: 100ms", faults.KindSmear: "by: -1s, window: 2s",
+		faults.KindSlew: "by: -1ms", faults.KindDrift: "ppm: 100", faults.KindPause: "for: 100ms",
+		faults.KindStoreOutage: "for: 1s", faults.KindHandoff: "behind: 20ms, gap: 5ms", faults.KindRestart: "for: 10ms",
+		faults.KindClone: "for: 1s",
 	}
 	p := ""
 	if v := params[k]; v != "" {
@@ -85,7 +86,7 @@ invariants: [duplicates == 0]
 }
 
 func TestUnknownKindIsAnError(t *testing.T) {
-	s := mustParse(t, "x.yaml", oneFault(scenario.KindStep))
+	s := mustParse(t, "x.yaml", oneFault(faults.KindStep))
 	s.Faults[0].Kind = "teleport"
 	if _, err := chaosmesh.New(s, chaosmesh.Options{}); !errors.Is(err, chaosmesh.ErrNoMapping) {
 		t.Fatalf("New with an unknown kind: %v, want ErrNoMapping", err)
@@ -159,7 +160,7 @@ func checkMappings(t *testing.T, s *scenario.Scenario, ex *chaosmesh.Export) {
 		if m.Status != chaosmesh.Mapped && m.Reason == "" {
 			t.Errorf("%s is %s without a reason", m.Fault, m.Status)
 		}
-		if m.Status != chaosmesh.Unmapped && len(m.Templates) == 0 && m.Kind != string(scenario.KindRevert) {
+		if m.Status != chaosmesh.Unmapped && len(m.Templates) == 0 && m.Kind != string(faults.KindRevert) {
 			t.Errorf("%s is %s to no template", m.Fault, m.Status)
 		}
 	}
@@ -318,7 +319,7 @@ func TestValidateCatchesBadWorkflows(t *testing.T) {
 		"bad name":       func(wf *cm.Workflow) { wf.Name = "Snow_Chaos" },
 		"no entry":       func(wf *cm.Workflow) { wf.Spec.Entry = "start" },
 	}
-	s := mustParse(t, "b.yaml", oneFault(scenario.KindStep))
+	s := mustParse(t, "b.yaml", oneFault(faults.KindStep))
 	for name, br := range breaks {
 		ex, err := chaosmesh.New(s, chaosmesh.Options{})
 		if err != nil {
