@@ -161,8 +161,6 @@ func render(w, stderr io.Writer, rep *harness.Report, libs []library) int {
 			r := cells[l.Target][c]
 			cell := "—"
 			switch {
-			case l.ID == scenario.IDUUID:
-				cell = "n/a"
 			case r != nil:
 				cell = describe(r)
 				if r.Verdict == harness.Unknown || r.Error != "" || r.Figures.IDs == 0 {
@@ -182,9 +180,6 @@ func render(w, stderr io.Writer, rep *harness.Report, libs []library) int {
 			fmt.Fprintf(w, " %s |", cell)
 		}
 		fmt.Fprintln(w)
-		if l.ID == scenario.IDUUID {
-			notes = append(notes, fmt.Sprintf("- %s: n/a: %v", l.Target, exec.ErrWideID))
-		}
 	}
 	fmt.Fprintf(w, "\nCells: survived (0 duplicates, every call answered), refused N (0 duplicates, N calls refused or unanswered: availability paid instead), **N dup** (IDs issued twice). Every fault was confirmed by the clock probe unless marked UNKNOWN.\n\n")
 	for _, n := range notes {
