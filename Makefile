@@ -44,9 +44,14 @@ samples:
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
-## bench: benchmarks against the layout's physical limit (244 ns/ID for 41/10/12)
+## bench: benchmarks against their same-run references (bare mutex generator, the 244 ns/ID ceiling of 41/10/12), then the ratios alone
+BENCH_COUNT ?= 1
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s -cpu 1,2 ./generator/ ./verify/ ./telemetry/ ./loadgen/ ./verify/pgoracle/
+	@mkdir -p out
+	@{ $(GO) test -run '^$$' -bench . -benchmem -benchtime 1s -count $(BENCH_COUNT) -cpu 1,2 ./generator/ ./verify/ ./telemetry/ ./loadgen/ ./verify/pgoracle/; echo $$? > out/bench.rc; } | tee out/bench.txt
+	@echo; echo "ratios (x-*: subject/reference in the same run; x-ceiling 1.00 = 4,096 IDs/ms):"
+	@awk '/^Benchmark/ { r = ""; for (i = 3; i < NF; i++) if ($$(i+1) ~ /^x-/) r = r "  " $$(i+1) " " $$i; if (r != "") printf "  %-44s%s\n", $$1, r }' out/bench.txt
+	@exit $$(cat out/bench.rc)
 
 ## lint: gofmt, go vet
 lint:
@@ -66,6 +71,7 @@ include mutants.mk
 include exec.mk
 include kube.mk
 include loadbench.mk
+include multihost.mk
 
 clean:
 	rm -rf bin out

@@ -81,6 +81,8 @@ const (
 	ParamSeed ParamType = "seed"
 	// ParamBool is on/off (true/false).
 	ParamBool ParamType = "bool"
+	// ParamChoice is one of Param.Choices.
+	ParamChoice ParamType = "choice"
 )
 
 // Bounds of fault parameters: they keep a fault within what a test means
@@ -119,6 +121,8 @@ type Param struct {
 	Min, Max time.Duration
 	// MinPPM and MaxPPM bound a ParamPPM, inclusive.
 	MinPPM, MaxPPM float64
+	// Choices are a ParamChoice's values.
+	Choices []string
 	// Meaning says what the value does and what a special value means.
 	Meaning string
 }
@@ -138,6 +142,8 @@ func (p Param) Bounds() string {
 		return "within " + p.Max.String() + " of the clock's now"
 	case ParamBool:
 		return "on or off"
+	case ParamChoice:
+		return "one of " + strings.Join(p.Choices, ", ")
 	}
 	return "any"
 }
@@ -147,6 +153,15 @@ func (p Param) Bounds() string {
 func (p Param) CheckDuration(d time.Duration) error {
 	if d < p.Min || d > p.Max || (p.NonZero && d == 0) {
 		return fmt.Errorf("%q %v is out of range %s", p.Name, d, p.Bounds())
+	}
+	return nil
+}
+
+// CheckChoice reports a value that is not one of the parameter's
+// choices.
+func (p Param) CheckChoice(v string) error {
+	if !slices.Contains(p.Choices, v) {
+		return fmt.Errorf("%q %q is not %s", p.Name, v, p.Bounds())
 	}
 	return nil
 }
@@ -284,7 +299,11 @@ var specs = []Spec{
 		}},
 	{Kind: KindStoreOutage, Scope: ScopeStore, Where: InScenario,
 		Effect: "the lease store is unreachable: for every node, or (with nodes) for those nodes' hosts only, a partition",
-		Params: []Param{{Name: "for", Type: ParamDuration, Required: true, Where: InScenario, Min: 1, Max: MaxSpan, Meaning: "how long"}}},
+		Params: []Param{
+			{Name: "for", Type: ParamDuration, Required: true, Where: InScenario, Min: 1, Max: MaxSpan, Meaning: "how long"},
+			{Name: "direction", Type: ParamChoice, Where: InScenario, Choices: []string{"both", "outbound", "inbound"},
+				Meaning: "a partition's direction, seen from its nodes: both (default), outbound (what they send the store is lost) or inbound (what the store sends them is lost: their requests take effect, the answers never arrive)"},
+		}},
 }
 
 // Specs returns the fault vocabulary, in document order. The slices are
@@ -294,6 +313,9 @@ func Specs() []Spec {
 	for i := range out {
 		out[i].Params = slices.Clone(out[i].Params)
 		out[i].OneOf = slices.Clone(out[i].OneOf)
+		for j := range out[i].Params {
+			out[i].Params[j].Choices = slices.Clone(out[i].Params[j].Choices)
+		}
 	}
 	return out
 }

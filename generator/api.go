@@ -79,6 +79,11 @@ var (
 	ErrCheckpoint = errors.New("generator: checkpoint failed")
 	// ErrClosed: the generator was closed.
 	ErrClosed = errors.New("generator: closed")
+	// ErrPanic: a dependency (Clock, Fence, Checkpointer or Observer)
+	// panicked during a call; the error is a *PanicError carrying the
+	// panic value. The generator released its lock, and the next call runs
+	// normally.
+	ErrPanic = errors.New("generator: dependency panicked")
 	// ErrInvalidLayout: a layout field is out of range.
 	ErrInvalidLayout = errors.New("generator: invalid layout")
 	// ErrNodeRange: the node (worker) ID does not fit the layout.

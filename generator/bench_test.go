@@ -2,6 +2,8 @@ package generator
 
 import (
 	"context"
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -151,152 +153,302 @@ func benchGen(b *testing.B, c Clock) *Generator {
 	return g
 }
 
-func reportPerID(b *testing.B, ids int) {
-	nsPerID := float64(b.Elapsed().Nanoseconds()) / float64(ids)
-	b.ReportMetric(nsPerID, "ns/ID")
-}
-
-// BenchmarkNextRealClock is Next on the system clock, capped by the
-// sequence; pct_of_ceiling is the achieved rate over 4096 IDs per ms.
-func BenchmarkNextRealClock(b *testing.B) {
-	g := benchGen(b, SystemClock())
-	for b.Loop() {
-		if _, err := g.Next(); err != nil {
-			b.Fatal(err)
+// NextN is the reference batch: under the lock, one clock reading per
+// tick, the rest of the tick's sequence filled in a loop, sleeping under
+// the lock for the next tick when the batch needs more.
+func (b *bareGen) NextN(dst []ID) {
+	b.mu.Lock()
+	for n := 0; n < len(dst); {
+		wall, _ := b.clock.Now()
+		t := (wall - b.epochNs) / int64(time.Millisecond)
+		if t > b.last {
+			b.last, b.seq = t, -1
+		} else if b.seq >= 4095 {
+			b.clock.Sleep(time.Duration(b.epochNs + (b.last+1)*int64(time.Millisecond) - wall))
+			continue
+		}
+		for ; n < len(dst) && b.seq < 4095; n++ {
+			b.seq++
+			dst[n] = ID(b.last<<22 | b.node<<12 | b.seq)
 		}
 	}
-	reportPerID(b, b.N)
-	b.ReportMetric(100*ceilingNs/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "pct_of_ceiling")
+	b.mu.Unlock()
 }
 
-// BenchmarkNextRealClockParallel is BenchmarkNextRealClock from
-// GOMAXPROCS goroutines sharing one generator.
-func BenchmarkNextRealClockParallel(b *testing.B) {
-	g := benchGen(b, SystemClock())
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
+// yieldClock is the system clock with the sleep it replaced: time.Sleep
+// from 1 ms up, a loop of runtime.Gosched below. It is the same-run
+// reference for the CPU a wait costs.
+type yieldClock struct{ systemClock }
+
+func (yieldClock) Sleep(d time.Duration) {
+	if d >= time.Millisecond {
+		time.Sleep(d)
+		return
+	}
+	for start := time.Now(); time.Since(start) < d; {
+		runtime.Gosched()
+	}
+}
+
+// side is one side of a paired benchmark: run does n operations (Next
+// calls or batches), shared by procs goroutines.
+type side struct {
+	run   func(n int)
+	procs int
+	// prime, if set, runs untimed before each round.
+	prime func()
+	// Totals over the timed rounds: wall time and process CPU.
+	elapsed, cpu time.Duration
+	cpuOK        bool
+}
+
+// round runs n operations and returns the wall time it took.
+func (s *side) round(n int) time.Duration {
+	if s.prime != nil {
+		s.prime()
+	}
+	cpu0, ok0 := processCPU()
+	start := time.Now()
+	share := func(p int) int {
+		if p < n%s.procs {
+			return n/s.procs + 1
+		}
+		return n / s.procs
+	}
+	var wg sync.WaitGroup
+	for p := 1; p < s.procs; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.run(share(p))
+		}()
+	}
+	s.run(share(0))
+	wg.Wait()
+	d := time.Since(start)
+	cpu1, ok1 := processCPU()
+	s.elapsed += d
+	s.cpu += cpu1 - cpu0
+	s.cpuOK = ok0 && ok1
+	return d
+}
+
+// pair runs a benchmark's subject and its reference alternately in rounds
+// (ABBA order) of about round each, b.N operations per side in all. Only
+// the subject's rounds are timed, so ns/op is the subject's. It reports
+// ns/ID for both sides and, as ratio, the median of the per-round ratios
+// subject/reference: two rounds next to each other saw about the same
+// machine, and the median drops the rounds a busy host interrupted, so
+// the ratio holds up where absolute figures do not.
+func pair(b *testing.B, idsPerOp int, round time.Duration, ratio string, sub, ref *side) {
+	var ratios []float64
+	b.StopTimer()
+	b.ResetTimer()
+	size := 1
+	for i, left := 0, b.N; left > 0; i++ {
+		n := min(left, size)
+		left -= n
+		var ds, dr time.Duration
+		if i%4 == 0 || i%4 == 3 {
+			b.StartTimer()
+			ds = sub.round(n)
+			b.StopTimer()
+			dr = ref.round(n)
+		} else {
+			dr = ref.round(n)
+			b.StartTimer()
+			ds = sub.round(n)
+			b.StopTimer()
+		}
+		if ds < round {
+			size *= 2 // still sizing the rounds
+		}
+		if ds >= round/2 || left == 0 && ratios == nil {
+			ratios = append(ratios, float64(ds)/float64(max(dr, 1)))
+		}
+	}
+	slices.Sort(ratios)
+	ids := float64(b.N) * float64(idsPerOp)
+	b.ReportMetric(float64(sub.elapsed.Nanoseconds())/ids, "ns/ID")
+	b.ReportMetric(float64(ref.elapsed.Nanoseconds())/ids, "ref-ns/ID")
+	b.ReportMetric(ratios[len(ratios)/2], ratio)
+}
+
+// Round lengths: a counter clock round is short (about 20,000 calls), so
+// few are cut by the host's scheduler; a real-clock round spans many
+// ticks.
+const (
+	counterRound = 200 * time.Microsecond
+	realRound    = 20 * time.Millisecond
+)
+
+// nextSide is Next on g from procs goroutines.
+func nextSide(b *testing.B, g *Generator, procs int) *side {
+	return &side{procs: procs, run: func(n int) {
+		for range n {
 			if _, err := g.Next(); err != nil {
 				b.Error(err)
 				return
 			}
 		}
-	})
-	reportPerID(b, b.N)
-	b.ReportMetric(100*ceilingNs/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "pct_of_ceiling")
+	}}
 }
 
-// BenchmarkBareMutexRealClock is the reference generator on the system
-// clock.
-func BenchmarkBareMutexRealClock(b *testing.B) {
-	g := newBareGen(SystemClock())
-	for b.Loop() {
-		g.Next()
-	}
-	reportPerID(b, b.N)
-	b.ReportMetric(100*ceilingNs/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "pct_of_ceiling")
+// bareSide is the bare mutex generator's Next from procs goroutines.
+func bareSide(m *bareGen, procs int) *side {
+	return &side{procs: procs, run: func(n int) {
+		for range n {
+			m.Next()
+		}
+	}}
 }
 
-// BenchmarkNext is the pure per-call cost with every safety feature on: a
-// counter clock moving one tick every 4096 (1<<12) readings never exhausts.
-func BenchmarkNext(b *testing.B) {
-	g := benchGen(b, newCounterClock(12))
-	for b.Loop() {
-		if _, err := g.Next(); err != nil {
-			b.Fatal(err)
+// batchSide is NextN filling 4096 IDs per call on g from procs goroutines.
+func batchSide(b *testing.B, g *Generator, procs int) *side {
+	return &side{procs: procs, run: func(n int) {
+		dst := make([]ID, 4096)
+		for range n {
+			if got, err := g.NextN(dst); err != nil || got != len(dst) {
+				b.Error(got, err)
+				return
+			}
+		}
+	}}
+}
+
+// bareBatchSide is the bare mutex generator's NextN(4096) from procs
+// goroutines.
+func bareBatchSide(m *bareGen, procs int) *side {
+	return &side{procs: procs, run: func(n int) {
+		dst := make([]ID, 4096)
+		for range n {
+			m.NextN(dst)
+		}
+	}}
+}
+
+// primeTick returns a prime function for a real-clock side: it issues
+// single IDs until one lands in a new tick, so the timed round starts in
+// the steady state (the sequence of the current tick used up) rather than
+// with a fresh tick's worth of IDs available at once, which would make
+// short rounds look faster than the ceiling.
+func primeTick(next func() ID) func() {
+	return func() {
+		first := tickOf(next())
+		for tickOf(next()) == first {
 		}
 	}
-	reportPerID(b, b.N)
 }
 
-// BenchmarkNextMinimal is Next with no checkpoint, fence or observer.
+// reportCeiling reports the subject's rate against the layout's real-clock
+// ceiling (x-ceiling: 1.00 is 4,096 IDs per ms; above 1 is slower) and the
+// process CPU it used per wall second (cpu-frac; 1 is one core busy).
+func reportCeiling(b *testing.B, sub *side, idsPerOp int) {
+	nsPerID := float64(sub.elapsed.Nanoseconds()) / (float64(b.N) * float64(idsPerOp))
+	b.ReportMetric(nsPerID/ceilingNs, "x-ceiling")
+	if sub.cpuOK {
+		b.ReportMetric(float64(sub.cpu)/float64(sub.elapsed), "cpu-frac")
+	}
+}
+
+// BenchmarkNext is the per-call cost with every safety feature on (wait
+// policy, checkpoint, fence, observer), on a counter clock that moves one
+// tick every 4096 readings and so never exhausts the sequence; x-mutex is
+// the ratio to the bare mutex generator on the same clock.
+func BenchmarkNext(b *testing.B) {
+	g, m := benchGen(b, newCounterClock(12)), newBareGen(newCounterClock(12))
+	pair(b, 1, counterRound, "x-mutex", nextSide(b, g, 1), bareSide(m, 1))
+}
+
+// BenchmarkNextMinimal is BenchmarkNext with no checkpoint, fence or
+// observer.
 func BenchmarkNextMinimal(b *testing.B) {
 	g, err := New(Settings{Node: 5, Clock: newCounterClock(12)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	for b.Loop() {
-		if _, err := g.Next(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	reportPerID(b, b.N)
+	m := newBareGen(newCounterClock(12))
+	pair(b, 1, counterRound, "x-mutex", nextSide(b, g, 1), bareSide(m, 1))
 }
 
-// BenchmarkBareMutex is the reference on the same counter clock.
-func BenchmarkBareMutex(b *testing.B) {
-	g := newBareGen(newCounterClock(12))
-	for b.Loop() {
-		g.Next()
-	}
-	reportPerID(b, b.N)
-}
-
-// BenchmarkNextParallel is BenchmarkNext from GOMAXPROCS goroutines.
+// BenchmarkNextParallel is BenchmarkNext from GOMAXPROCS goroutines
+// contending on one generator (and one clock, safe for concurrent use),
+// against the bare mutex generator from as many goroutines.
 func BenchmarkNextParallel(b *testing.B) {
-	g := benchGen(b, newAtomicCounterClock(12))
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := g.Next(); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	reportPerID(b, b.N)
+	procs := runtime.GOMAXPROCS(0)
+	g, m := benchGen(b, newAtomicCounterClock(12)), newBareGen(newAtomicCounterClock(12))
+	pair(b, 1, counterRound, "x-mutex", nextSide(b, g, procs), bareSide(m, procs))
 }
 
-// BenchmarkBareMutexParallel is the reference from GOMAXPROCS goroutines.
-func BenchmarkBareMutexParallel(b *testing.B) {
-	g := newBareGen(newAtomicCounterClock(12))
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			g.Next()
-		}
-	})
-	reportPerID(b, b.N)
+// realNextSides returns the generator and bare mutex sides of a real-clock
+// Next benchmark from procs goroutines.
+func realNextSides(b *testing.B, procs int) (sub, ref *side) {
+	g, m := benchGen(b, SystemClock()), newBareGen(SystemClock())
+	sub, ref = nextSide(b, g, procs), bareSide(m, procs)
+	sub.prime = primeTick(func() ID { id, _ := g.Next(); return id })
+	ref.prime = primeTick(m.Next)
+	return sub, ref
 }
 
-// BenchmarkNextN4096 is NextN filling 4096 IDs per call (one tick's worth);
-// ns/ID is the cost per ID.
+// BenchmarkNextRealClock is Next on the system clock, capped by the
+// sequence at 4,096 IDs per ms: x-ceiling is the rate against that cap,
+// x-mutex against the bare mutex generator on the system clock.
+func BenchmarkNextRealClock(b *testing.B) {
+	sub, ref := realNextSides(b, 1)
+	pair(b, 1, realRound, "x-mutex", sub, ref)
+	reportCeiling(b, sub, 1)
+}
+
+// BenchmarkNextRealClockParallel is BenchmarkNextRealClock from
+// GOMAXPROCS goroutines sharing one generator.
+func BenchmarkNextRealClockParallel(b *testing.B) {
+	sub, ref := realNextSides(b, runtime.GOMAXPROCS(0))
+	pair(b, 1, realRound, "x-mutex", sub, ref)
+	reportCeiling(b, sub, 1)
+}
+
+// BenchmarkNextN4096 is NextN filling 4096 IDs per call (one tick's worth)
+// on a counter clock that moves a tick per reading; ns/ID is the cost per
+// ID, x-mutex the ratio to the bare mutex generator's batch on the same
+// clock.
 func BenchmarkNextN4096(b *testing.B) {
-	g := benchGen(b, newCounterClock(0))
-	dst := make([]ID, 4096)
-	for b.Loop() {
-		if n, err := g.NextN(dst); err != nil || n != len(dst) {
-			b.Fatal(n, err)
-		}
-	}
-	reportPerID(b, b.N*len(dst))
+	g, m := benchGen(b, newCounterClock(0)), newBareGen(newCounterClock(0))
+	pair(b, 4096, counterRound, "x-mutex", batchSide(b, g, 1), bareBatchSide(m, 1))
 }
 
 // BenchmarkNextN4096Parallel is BenchmarkNextN4096 from GOMAXPROCS
 // goroutines.
 func BenchmarkNextN4096Parallel(b *testing.B) {
-	g := benchGen(b, newAtomicCounterClock(0))
-	b.RunParallel(func(pb *testing.PB) {
-		dst := make([]ID, 4096)
-		for pb.Next() {
-			if n, err := g.NextN(dst); err != nil || n != len(dst) {
-				b.Error(n, err)
-				return
-			}
-		}
-	})
-	reportPerID(b, b.N*4096)
+	procs := runtime.GOMAXPROCS(0)
+	g, m := benchGen(b, newAtomicCounterClock(0)), newBareGen(newAtomicCounterClock(0))
+	pair(b, 4096, counterRound, "x-mutex", batchSide(b, g, procs), bareBatchSide(m, procs))
 }
 
 // BenchmarkNextNRealClock is NextN(4096) on the system clock: each batch
-// needs a whole millisecond of sequence, so it runs at the ceiling.
-func BenchmarkNextNRealClock(b *testing.B) {
-	g := benchGen(b, SystemClock())
-	dst := make([]ID, 4096)
-	for b.Loop() {
-		if n, err := g.NextN(dst); err != nil || n != len(dst) {
-			b.Fatal(n, err)
-		}
+// needs a whole millisecond of sequence, so it runs at the ceiling
+// (x-ceiling) and spends most of the millisecond waiting for the next tick.
+// cpu-us/batch is the process CPU per batch. The reference is the same
+// generator on a clock whose sleep yields in a loop below 1 ms, as the
+// system clock did before: ref-cpu-us/batch, and x-cpu the ratio.
+func BenchmarkNextNRealClock(b *testing.B) { benchRealBatches(b, 1) }
+
+// BenchmarkNextNRealClockWorkers is BenchmarkNextNRealClock from 4
+// goroutines, as loadbench's default batch workers: three of them wait
+// for a tick while one is served.
+func BenchmarkNextNRealClockWorkers(b *testing.B) { benchRealBatches(b, 4) }
+
+func benchRealBatches(b *testing.B, workers int) {
+	g, y := benchGen(b, SystemClock()), benchGen(b, yieldClock{})
+	sub, ref := batchSide(b, g, workers), batchSide(b, y, workers)
+	sub.prime = primeTick(func() ID { id, _ := g.Next(); return id })
+	ref.prime = primeTick(func() ID { id, _ := y.Next(); return id })
+	pair(b, 4096, realRound, "x-yield", sub, ref)
+	reportCeiling(b, sub, 4096)
+	if sub.cpuOK && ref.cpuOK {
+		b.ReportMetric(float64(sub.cpu.Microseconds())/float64(b.N), "cpu-us/batch")
+		b.ReportMetric(float64(ref.cpu.Microseconds())/float64(b.N), "ref-cpu-us/batch")
+		b.ReportMetric(float64(sub.cpu)/float64(max(ref.cpu, 1)), "x-cpu")
 	}
-	reportPerID(b, b.N*len(dst))
-	b.ReportMetric(100*ceilingNs/(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(dst))), "pct_of_ceiling")
 }
 
 // BenchmarkStats is the cost of a Stats snapshot (atomic loads only).
@@ -305,17 +457,4 @@ func BenchmarkStats(b *testing.B) {
 	for b.Loop() {
 		_ = g.Stats()
 	}
-}
-
-// BenchmarkBareMutexRealClockParallel is the reference on the system clock
-// from GOMAXPROCS goroutines.
-func BenchmarkBareMutexRealClockParallel(b *testing.B) {
-	g := newBareGen(SystemClock())
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			g.Next()
-		}
-	})
-	reportPerID(b, b.N)
-	b.ReportMetric(100*ceilingNs/(float64(b.Elapsed().Nanoseconds())/float64(b.N)), "pct_of_ceiling")
 }

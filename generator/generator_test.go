@@ -281,6 +281,33 @@ func TestExhaustionWaitsForNextTick(t *testing.T) {
 
 // TestOneDeadline shows one deadline covers a rewind wait followed by an
 // exhaustion wait in the same call.
+// TestWaitersWakeATickApart: a call that must wait for the next tick while
+// other calls already wait for three ticks' worth of IDs sleeps two ticks
+// longer (they are served first, and one of them may be late), and is
+// served in the tick it woke in.
+func TestWaitersWakeATickApart(t *testing.T) {
+	for _, tc := range []struct {
+		waiting int64
+		want    time.Duration
+	}{{0, 750 * time.Microsecond}, {4095, 750 * time.Microsecond}, {3 * 4096, 2750 * time.Microsecond}} {
+		c := newScriptClock(t0.Add(250 * time.Microsecond))
+		g := mustNew(t, Settings{Clock: c})
+		if n, err := g.NextN(make([]ID, 4096)); n != 4096 || err != nil {
+			t.Fatalf("NextN = %d, %v", n, err)
+		}
+		g.mu.Lock()
+		g.mu.waiting = tc.waiting // as if other calls slept in waitLocked
+		g.mu.Unlock()
+		id := mustNext(t, g)
+		if _, slept := c.Slept(); slept != tc.want {
+			t.Errorf("with %d IDs awaited: slept %v, want %v", tc.waiting, slept, tc.want)
+		}
+		if wall, _ := c.Now(); tickOf(id) != DefaultLayout().TickOf(wall) {
+			t.Errorf("with %d IDs awaited: ID in tick %d, woke in %d", tc.waiting, tickOf(id), DefaultLayout().TickOf(wall))
+		}
+	}
+}
+
 func TestOneDeadline(t *testing.T) {
 	for _, tc := range []struct {
 		maxWait time.Duration
@@ -538,8 +565,8 @@ func TestFence(t *testing.T) {
 	if err := g.Ready(); !errors.Is(err, ErrFenced) {
 		t.Errorf("Ready = %v", err)
 	}
-	if st := g.Stats(); st.Refusals != 2 || len(o.refused) != 2 {
-		t.Errorf("refusals %d, observed %d", st.Refusals, len(o.refused))
+	if st := g.Stats(); st.Refusals != 2 || len(o.refused) != 2 || st.Issued != 10 {
+		t.Errorf("refusals %d, observed %d, issued %d (want 2, 2, 10)", st.Refusals, len(o.refused), st.Issued)
 	}
 }
 
@@ -779,6 +806,10 @@ func TestNoAllocs(t *testing.T) {
 	mustNext(t, g)
 	if a := testing.AllocsPerRun(10000, func() { g.Next() }); a != 0 {
 		t.Errorf("Next allocates %v per call", a)
+	}
+	ctx := context.Background()
+	if a := testing.AllocsPerRun(10000, func() { g.NextContext(ctx) }); a != 0 {
+		t.Errorf("NextContext allocates %v per call", a)
 	}
 	dst := make([]ID, 64)
 	if a := testing.AllocsPerRun(1000, func() { g.NextN(dst) }); a != 0 {

@@ -127,6 +127,7 @@ type lifecycle struct {
 type probe struct {
 	fi, si int
 	before time.Duration // shadow offset before the fault
+	slack  time.Duration // how long applying a time-dependent fault took
 }
 
 // changed publishes every slot's state and the live set, after an event
@@ -466,12 +467,22 @@ func (l *lifecycle) clockFault(fi int) {
 			l.unconfirmed(fi, sl.name+": clock not controllable")
 			continue
 		}
+		sent := l.d.now()
 		if err := ctl.Apply(l.ctx, cf); err != nil {
 			l.unconfirmed(fi, sl.name+": "+err.Error())
 			continue
 		}
+		// A fault whose offset grows with time (a freeze, pause, smear,
+		// slew or drift) landed on the node at some instant during the
+		// call, the shadow's at its start: the measurement allows for
+		// the call's length (zero in simulated time).
+		var slack time.Duration
+		switch f.Kind {
+		case faults.KindFreeze, faults.KindPause, faults.KindSmear, faults.KindSlew, faults.KindDrift:
+			slack = l.d.now() - sent
+		}
 		d := l.probeDelay(f, before)
-		l.probes = append(l.probes, probe{fi: fi, si: sl.idx, before: before})
+		l.probes = append(l.probes, probe{fi: fi, si: sl.idx, before: before, slack: slack})
 		switch {
 		case l.simulated() && (f.Kind == faults.KindFreeze || f.Kind == faults.KindPause):
 			// A freeze or pause ends: measure it now, before a request
@@ -569,22 +580,28 @@ func (l *lifecycle) probe(pi int) {
 	p := l.probes[pi]
 	sl := l.slots[p.si]
 	sl.host.advance(l.d.now())
-	l.confirm(p.fi, sl, sl.host.shadow.Offset()-p.before)
+	l.confirmWithin(p.fi, sl, sl.host.shadow.Offset()-p.before, p.slack)
 }
 
 // confirm compares a node's measured clock offset with its shadow's and
 // records the outcome in fault fi's result: unconfirmed unless the two
 // agree within the tolerance and the fault's effect was measurable.
 func (l *lifecycle) confirm(fi int, sl *slot, effect time.Duration) {
-	detail, ok := l.measure(sl, effect)
+	l.confirmWithin(fi, sl, effect, 0)
+}
+
+// confirmWithin is confirm with slack added to the tolerance.
+func (l *lifecycle) confirmWithin(fi int, sl *slot, effect, slack time.Duration) {
+	detail, ok := l.measure(sl, effect, slack)
 	l.detail(fi, sl.name+": "+detail)
 	if !ok {
 		l.faults[fi].Confirmed = false
 	}
 }
 
-// measure reads the node's offset and compares it with the shadow's.
-func (l *lifecycle) measure(sl *slot, effect time.Duration) (string, bool) {
+// measure reads the node's offset and compares it with the shadow's,
+// within the tolerance plus slack.
+func (l *lifecycle) measure(sl *slot, effect, slack time.Duration) (string, bool) {
 	if sl.node == nil {
 		return "node not running: " + sl.downReason, false
 	}
@@ -592,13 +609,27 @@ func (l *lifecycle) measure(sl *slot, effect time.Duration) (string, bool) {
 	if ctl == nil {
 		return "clock not controllable", false
 	}
+	// The node reads its offset at some instant during the call: in real
+	// mode, while a pause or freeze moves the offset, the shadow's offsets
+	// at the call's start and end bracket what it may answer.
+	first := sl.host.shadow.Offset()
 	got, err := ctl.Offset(l.ctx)
 	if err != nil {
 		return "offset unreadable: " + err.Error(), false
 	}
 	want := sl.host.shadow.Offset()
-	d := max(got-want, want-got)
-	if d > l.tol {
+	lo, hi := min(first, want), max(first, want)
+	var d time.Duration
+	switch {
+	case got < lo:
+		d = lo - got
+	case got > hi:
+		d = got - hi
+	}
+	if d > l.tol+slack {
+		if lo != hi {
+			return fmt.Sprintf("offset %s, want %s to %s", scenario.FormatDuration(got), scenario.FormatDuration(lo), scenario.FormatDuration(hi)), false
+		}
 		return fmt.Sprintf("offset %s, want %s", scenario.FormatDuration(got), scenario.FormatDuration(want)), false
 	}
 	if max(effect, -effect) < 2*l.tol {
@@ -612,6 +643,10 @@ func (l *lifecycle) measure(sl *slot, effect time.Duration) (string, bool) {
 // host's link to it) answers unavailable.
 func (l *lifecycle) storeOutage(fi int) {
 	f := l.s.Faults[fi]
+	if sf, ok := l.tgt.(target.StoreFaulter); ok {
+		l.cutTargetStore(sf, fi)
+		return
+	}
 	if l.leases == nil {
 		l.unconfirmed(fi, "the run has no lease store")
 		return
@@ -620,7 +655,11 @@ func (l *lifecycle) storeOutage(fi int) {
 	if f.Partition {
 		for _, name := range f.Nodes {
 			link := l.storeOf(l.slot(name).host)
-			link.cut.Store(true)
+			if f.Direction == "inbound" {
+				link.deaf.Store(true)
+			} else {
+				link.cut.Store(true)
+			}
 			cut = append(cut, link)
 		}
 	} else {
@@ -635,6 +674,9 @@ func (l *lifecycle) storeOutage(fi int) {
 	what := "lease store down"
 	if f.Partition {
 		what = strings.Join(f.Nodes, ", ") + " cut off from the lease store"
+		if f.Direction != "" && f.Direction != "both" {
+			what += " (" + f.Direction + " only)"
+		}
 	}
 	l.detail(fi, fmt.Sprintf("%s for %s", what, scenario.FormatDuration(f.For)))
 	if l.cuts == nil {
@@ -646,11 +688,16 @@ func (l *lifecycle) storeOutage(fi int) {
 
 // storeBack ends store outage fi.
 func (l *lifecycle) storeBack(fi int) {
+	if sf, ok := l.tgt.(target.StoreFaulter); ok {
+		l.healTargetStore(sf, fi)
+		return
+	}
 	if !l.s.Faults[fi].Partition {
 		l.leases.SetAvailable(true)
 	}
 	for _, link := range l.cuts[fi] {
 		link.cut.Store(false)
+		link.deaf.Store(false)
 		if _, err := link.List(l.ctx); err != nil {
 			l.unconfirmed(fi, "lease store did not come back: "+err.Error())
 			return

@@ -287,7 +287,7 @@ func (r *run) call(c *view, client int, arrive time.Duration, buf *idBuf, now fu
 		r.recordDown(c, client, arrive)
 		return arrive, target.ErrStopped
 	}
-	err = buf.issue(r.ctx, c.node)
+	err = buf.issue(target.WithClient(r.ctx, client), c.node)
 	end = now()
 	r.record(c, client, arrive, end, buf, err)
 	return end, err
@@ -360,6 +360,7 @@ func (r *run) finish(res *Result, events uint64) {
 			sl.nm.Detach() // removed when the next run starts
 		}
 	}
+	judged := r.judge()
 	if re, ok := r.tgt.(target.RunEnder); ok {
 		_ = re.EndRun(context.Background(), r.runID) // best effort: leftover state does not change the verdict
 	}
@@ -385,6 +386,9 @@ func (r *run) finish(res *Result, events uint64) {
 		res.Timeline = r.mu.tl.result()
 	}
 	res.Checks = evaluate(r.s, r.st.Name, vr, res.Faults, res.Figures)
+	if judged != nil {
+		res.Checks = append(res.Checks, judgeCheck(*judged, res.Figures))
+	}
 	res.Verdict = Pass
 	counted := 0
 	for _, c := range res.Checks {

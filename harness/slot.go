@@ -101,7 +101,8 @@ func (h *hostTruth) advance(t time.Duration) {
 // reach the store.
 type storeLink struct {
 	lease.Registry
-	cut atomic.Bool
+	cut  atomic.Bool // calls do not reach the store
+	deaf atomic.Bool // calls reach the store and take effect; the answers are lost
 }
 
 var _ lease.Registry = (*storeLink)(nil)
@@ -113,18 +114,35 @@ func (l *storeLink) check() error {
 	return nil
 }
 
+// answer returns err, or, while the store's answers are lost, an
+// unavailable error in its place.
+func (l *storeLink) answer(err error) error {
+	if l.deaf.Load() {
+		return fmt.Errorf("%w: the lease store's answer was lost (one-way partition)", lease.ErrUnavailable)
+	}
+	return err
+}
+
 func (l *storeLink) Acquire(ctx context.Context, req lease.Request) (lease.Lease, error) {
 	if err := l.check(); err != nil {
 		return lease.Lease{}, err
 	}
-	return l.Registry.Acquire(ctx, req)
+	le, err := l.Registry.Acquire(ctx, req)
+	if err = l.answer(err); err != nil {
+		return lease.Lease{}, err
+	}
+	return le, nil
 }
 
 func (l *storeLink) Renew(ctx context.Context, le lease.Lease, lastIssuedMs int64) (lease.Lease, error) {
 	if err := l.check(); err != nil {
 		return lease.Lease{}, err
 	}
-	return l.Registry.Renew(ctx, le, lastIssuedMs)
+	nl, err := l.Registry.Renew(ctx, le, lastIssuedMs)
+	if err = l.answer(err); err != nil {
+		return lease.Lease{}, err
+	}
+	return nl, nil
 }
 
 func (l *storeLink) Record(ctx context.Context, le lease.Lease, lastIssuedMs int64) error {
@@ -138,12 +156,16 @@ func (l *storeLink) Release(ctx context.Context, le lease.Lease, lastIssuedMs in
 	if err := l.check(); err != nil {
 		return err
 	}
-	return l.Registry.Release(ctx, le, lastIssuedMs)
+	return l.answer(l.Registry.Release(ctx, le, lastIssuedMs))
 }
 
 func (l *storeLink) List(ctx context.Context) ([]lease.Lease, error) {
 	if err := l.check(); err != nil {
 		return nil, err
 	}
-	return l.Registry.List(ctx)
+	ls, err := l.Registry.List(ctx)
+	if err = l.answer(err); err != nil {
+		return nil, err
+	}
+	return ls, nil
 }

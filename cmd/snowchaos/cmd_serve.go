@@ -92,6 +92,7 @@ type serveFlags struct {
 	faultClock              bool
 	tracingServiceName      string
 	leaseSchema, leaseTable string
+	noFence                 bool // settable only in a -tags negativecontrols build
 }
 
 // newServeFlagSet declares serve's flags on a new FlagSet.
@@ -275,7 +276,7 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		}
 		nc.LeaseMetrics = lc.MustNode("")
 		nc.Lease = &node.Lease{Registry: store, Holder: f.holder, TTL: f.leaseTTL, SkewBudget: f.leaseSkew, PeerClockMaxSkew: f.peerSkew,
-			Controls: node.Controls{NoMarkWriteThrough: f.markAtRenewal}}
+			Controls: node.Controls{NoMarkWriteThrough: f.markAtRenewal, NoFence: f.noFence}}
 		if f.peerSkew == 0 {
 			nc.Lease.PeerClockMaxSkew = -1
 			n.log.Warn("peer clock check off (--peer-clock-max-skew 0): the node starts whatever its clock reads against its peers'")

@@ -12,9 +12,11 @@ import (
 // TestServeHasNoControlFlags: a normal build refuses the negative-control
 // flags (they exist only with -tags negativecontrols).
 func TestServeHasNoControlFlags(t *testing.T) {
-	var out, errb bytes.Buffer
-	code := dispatch(context.Background(), []string{"serve", "--lease", "memory", "--lease-mark-at-renewal"}, &out, &errb)
-	if code != exitInvalid || !strings.Contains(errb.String(), "lease-mark-at-renewal") {
-		t.Fatalf("exit %d, stderr %q; want 2 naming the flag", code, errb.String())
+	for _, flag := range []string{"lease-mark-at-renewal", "lease-no-fence"} {
+		var out, errb bytes.Buffer
+		code := dispatch(context.Background(), []string{"serve", "--lease", "memory", "--" + flag}, &out, &errb)
+		if code != exitInvalid || !strings.Contains(errb.String(), flag) {
+			t.Fatalf("--%s: exit %d, stderr %q; want 2 naming the flag", flag, code, errb.String())
+		}
 	}
 }

@@ -13,54 +13,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/telemetry/promtest"
 )
 
-func gather(t *testing.T, reg prometheus.Gatherer) map[string]*dto.MetricFamily {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]*dto.MetricFamily{}
-	for _, mf := range mfs {
-		out[mf.GetName()] = mf
-	}
-	return out
-}
-
-// value returns the sample of family name whose labels include want, or
-// fails.
-func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
-	t.Helper()
-	mf, ok := fams[name]
-	if !ok {
-		t.Fatalf("%s missing", name)
-	}
-next:
-	for _, m := range mf.GetMetric() {
-		got := map[string]string{}
-		for _, lp := range m.GetLabel() {
-			got[lp.GetName()] = lp.GetValue()
-		}
-		for k, v := range want {
-			if got[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.GetCounter() != nil:
-			return m.GetCounter().GetValue()
-		case m.GetGauge() != nil:
-			return m.GetGauge().GetValue()
+// count returns how many samples of family name s holds.
+func count(s map[string]float64, name string) int {
+	n := 0
+	for k := range s {
+		if k == name || strings.HasPrefix(k, name+"{") {
+			n++
 		}
 	}
-	t.Fatalf("%s%v missing", name, want)
-	return 0
+	return n
 }
 
 // TestEveryKnownLabelValueFromTheStart: every fault kind of the
@@ -75,7 +42,7 @@ func TestEveryKnownLabelValueFromTheStart(t *testing.T) {
 		Windows:    []metrics.FaultWindow{{Name: "step-back", Kind: faults.KindStep}, {Name: "leap", Kind: faults.KindLeap}},
 		Invariants: []string{"no_duplicates", "order"},
 	})
-	fams := gather(t, reg)
+	s := promtest.Samples(t, reg)
 	counts := map[string]int{
 		"snowchaos_ids_checked_total":      1,
 		"snowchaos_duplicates_total":       1,
@@ -86,14 +53,16 @@ func TestEveryKnownLabelValueFromTheStart(t *testing.T) {
 		"snowchaos_verdict":                2,
 	}
 	for name, want := range counts {
-		if got := len(fams[name].GetMetric()); got != want {
+		if got := count(s, name); got != want {
 			t.Errorf("%s has %d series, want %d", name, got, want)
 		}
 	}
 	for _, k := range faults.Kinds(faults.InScenario) {
-		value(t, fams, "snowchaos_faults_injected_total", map[string]string{"kind": string(k)})
+		if _, ok := s["snowchaos_faults_injected_total{"+string(k)+"}"]; !ok {
+			t.Errorf("no series for fault kind %s before any fault", k)
+		}
 	}
-	if v := value(t, fams, "snowchaos_verdict", map[string]string{"invariant": "order"}); v != -1 {
+	if v := s["snowchaos_verdict{order}{ntp-step}{inprocess}"]; v != -1 {
 		t.Errorf("undecided verdict = %v, want -1", v)
 	}
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
@@ -117,38 +86,34 @@ func TestCollector(t *testing.T) {
 	_ = h.SetVerdict("no_duplicates", "fail")
 	_ = h.SetVerdict("order", "pass")
 	_ = h.SetVerdict("lag", "n/a")
-	fams := gather(t, reg)
-	for _, c := range []struct {
-		name   string
-		labels map[string]string
-		want   float64
-	}{
-		{"snowchaos_faults_injected_total", map[string]string{"kind": "step"}, 1},
-		{"snowchaos_faults_injected_total", map[string]string{"kind": metrics.OtherKind}, 1},
-		{"snowchaos_faults_injected_total", map[string]string{"kind": "leap"}, 0},
-		{"snowchaos_fault_window", map[string]string{"window": "w1", "kind": "step"}, 1},
-		{"snowchaos_ids_checked_total", nil, 100},
-		{"snowchaos_duplicates_total", nil, 2},
-		{"snowchaos_order_violations_total", nil, 3},
-		{"snowchaos_verdict", map[string]string{"scenario": "a", "invariant": "no_duplicates"}, 0},
-		{"snowchaos_verdict", map[string]string{"scenario": "a", "invariant": "order"}, 1},
-		{"snowchaos_verdict", map[string]string{"scenario": "a", "invariant": "lag"}, -1},
-		{"snowchaos_scenario_info", map[string]string{"scenario": "a", "target": "inprocess"}, 1},
+	s := promtest.Samples(t, reg)
+	for key, want := range map[string]float64{
+		"snowchaos_faults_injected_total{step}":          1,
+		"snowchaos_faults_injected_total{other}":         1,
+		"snowchaos_faults_injected_total{leap}":          0,
+		"snowchaos_fault_window{step}{w1}":               1,
+		"snowchaos_ids_checked_total":                    100,
+		"snowchaos_duplicates_total":                     2,
+		"snowchaos_order_violations_total":               3,
+		"snowchaos_verdict{no_duplicates}{a}{inprocess}": 0,
+		"snowchaos_verdict{order}{a}{inprocess}":         1,
+		"snowchaos_verdict{lag}{a}{inprocess}":           -1,
+		"snowchaos_scenario_info{a}{inprocess}":          1,
 	} {
-		if got := value(t, fams, c.name, c.labels); got != c.want {
-			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		if got, ok := s[key]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
 		}
 	}
 	// A second scenario replaces info and windows and keeps old verdicts.
 	h.Begin(metrics.ScenarioInfo{Scenario: "b", Target: "http", Invariants: []string{"no_duplicates"}})
-	fams = gather(t, reg)
-	if n := len(fams["snowchaos_scenario_info"].GetMetric()); n != 1 {
+	s = promtest.Samples(t, reg)
+	if n := count(s, "snowchaos_scenario_info"); n != 1 {
 		t.Errorf("scenario_info has %d series after the second Begin, want 1", n)
 	}
-	if _, ok := fams["snowchaos_fault_window"]; ok {
+	if n := count(s, "snowchaos_fault_window"); n != 0 {
 		t.Error("first scenario's windows survived Begin")
 	}
-	if n := len(fams["snowchaos_verdict"].GetMetric()); n != 4 {
+	if n := count(s, "snowchaos_verdict"); n != 4 {
 		t.Errorf("verdict series = %d, want 4 (three of a, one of b)", n)
 	}
 	for i := 0; i < metrics.MaxScenarioLabels-1; i++ {

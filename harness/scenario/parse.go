@@ -1017,6 +1017,9 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 				f.Nodes = append(f.Nodes, nd.Name)
 			}
 		}
+		if f.Direction != "" && !f.Partition {
+			p.errorf(it, path+".direction", "a direction needs nodes: only a partition has one")
+		}
 		if f.Kind == faults.KindHandoff && len(f.Nodes) != 1 {
 			p.errorf(it, path+".nodes", "a handoff moves one node's worker ID: name exactly one node")
 		}
@@ -1101,6 +1104,18 @@ func (p *parser) faultParam(f *Fault, prm faults.Param, n *yaml.Node, key string
 			return
 		}
 		f.PPM = v
+	case faults.ParamChoice:
+		v, ok := p.scalar(n, key, "one of "+strings.Join(prm.Choices, ", "))
+		if !ok {
+			return
+		}
+		if err := prm.CheckChoice(v); err != nil {
+			p.errorf(n, key, "a %s fault's %v", f.Kind, err)
+			return
+		}
+		if prm.Name == "direction" {
+			f.Direction = v
+		}
 	case faults.ParamBool:
 		v, ok := p.boolean(n, key)
 		if !ok {

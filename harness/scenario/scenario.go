@@ -374,6 +374,11 @@ type Fault struct {
 	// their hosts lose the store, everyone else (clones and handoffs
 	// started meanwhile included) still reaches it.
 	Partition bool
+	// Direction is a partition's direction, seen from the nodes cut off:
+	// "both" (or empty), "outbound" (what they send the store is lost) or
+	// "inbound" (what the store sends them is lost: their requests take
+	// effect, the answers never arrive).
+	Direction string
 	// OffsetWhileDown steps the node's clock while a restart has it down.
 	OffsetWhileDown time.Duration
 	// Behind is how far the handoff host's clock is behind true time.

@@ -105,7 +105,7 @@ func TestLowerLayers(t *testing.T) {
 func TestOneModulePerStore(t *testing.T) {
 	owners := map[string][]string{
 		"github.com/jackc/pgx":        {"lease/postgres", "verify/pgoracle", "pgindex", "internal/testenv/pgtest"},
-		"go.etcd.io/etcd":             {"lease/etcd"},
+		"go.etcd.io/etcd":             {"lease/etcd", "internal/testenv/etcdtest"},
 		"github.com/go-zookeeper/zk":  {"lease/zookeeper"},
 		"github.com/tsenart/vegeta":   {"harness/loadgen"},
 		"github.com/grafana":          {"dashboards"},

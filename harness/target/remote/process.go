@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +72,14 @@ type Process struct {
 	Stderr io.Writer
 	// StartTimeout bounds a child's start; zero: 15 s.
 	StartTimeout time.Duration
+	// Place, when set, says where each host runs (the netns targets: a
+	// network namespace per host); nil: on this machine's own network
+	// stack, listening on loopback.
+	Place func(ctx context.Context, host string) (Placement, error)
+	// Dial, when set, opens the connections the target makes to its nodes
+	// itself (their info and admin calls); nil: the harness's own network
+	// stack.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	runsMu sync.Mutex
 	runs   map[string]*procRun // by target.Env.Run
@@ -134,8 +143,8 @@ func (t *Process) Start(ctx context.Context, spec target.NodeSpec, env target.En
 	switch kind := scenario.LeaseKind(spec.Lease); kind {
 	case scenario.LeaseNone:
 	case scenario.LeasePostgres, scenario.LeaseEtcd, scenario.LeaseZooKeeper:
-		if spec.WorkerRange != nil || spec.NoHandoffGuard || spec.NoPauseCheck || spec.NoFence {
-			return nil, fmt.Errorf("%w: node %s: snowchaos serve takes no worker range and always guards handoffs, checks pauses and fences", target.ErrUnsupported, spec.Name)
+		if spec.WorkerRange != nil || spec.NoHandoffGuard || spec.NoPauseCheck {
+			return nil, fmt.Errorf("%w: node %s: snowchaos serve takes no worker range and always guards handoffs and checks pauses", target.ErrUnsupported, spec.Name)
 		}
 		if kind == scenario.LeaseZooKeeper {
 			if _, _, err := zkurl.Parse(spec.Lease); err != nil {
@@ -144,7 +153,7 @@ func (t *Process) Start(ctx context.Context, spec target.NodeSpec, env target.En
 		}
 		r := t.run(env.Run, kind, spec.Lease)
 		lz = &procLease{url: spec.Lease, holder: spec.Host + "." + r.tag, ttl: spec.LeaseTTL, markAtRenewal: spec.NoMarkWriteThrough,
-			peerSkew: spec.PeerClockMaxSkew}
+			peerSkew: spec.PeerClockMaxSkew, noFence: spec.NoFence}
 		if spec.NoPeerClockCheck {
 			lz.peerSkew = -1
 		}
@@ -157,13 +166,19 @@ func (t *Process) Start(ctx context.Context, spec target.NodeSpec, env target.En
 	default:
 		return nil, fmt.Errorf("%w: lease %q across processes", target.ErrUnsupported, spec.Lease)
 	}
+	var place Placement
+	if t.Place != nil {
+		if place, err = t.Place(ctx, spec.Host); err != nil {
+			return nil, fmt.Errorf("node %s: placing host %s: %w", spec.Name, spec.Host, err)
+		}
+	}
 	dir, err := os.MkdirTemp(t.Dir, "snowchaos-host-"+sanitize(spec.Host)+"-")
 	if err != nil {
 		return nil, err
 	}
 	var tok [16]byte
 	rand.Read(tok[:])
-	n := &procNode{t: t, bin: bin, spec: spec, dir: dir, token: hex.EncodeToString(tok[:]), worker: -1, offset: spec.ClockOffset, lease: lz}
+	n := &procNode{t: t, bin: bin, spec: spec, dir: dir, token: hex.EncodeToString(tok[:]), worker: -1, offset: spec.ClockOffset, lease: lz, place: place}
 	if err := n.Start(ctx); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -248,6 +263,7 @@ type procLease struct {
 	ttl                 time.Duration
 	markAtRenewal       bool
 	peerSkew            time.Duration // --peer-clock-max-skew; zero: serve's default; negative: 0 (off)
+	noFence             bool          // serve --lease-no-fence (a negative control)
 }
 
 // childEnv drops the parent's SNOWCHAOS_* settings, so that only the flags
@@ -285,6 +301,7 @@ type procNode struct {
 	stderr tail
 	closed bool
 	lease  *procLease // nil: no lease
+	place  Placement  // zero: loopback on this machine's stack
 }
 
 var _ target.Node = (*procNode)(nil)
@@ -296,7 +313,7 @@ func (n *procNode) args() []string {
 	if name == "" {
 		name = generator.DefaultLayout().Name
 	}
-	a := []string{"serve", "--listen", "127.0.0.1:0", "--worker", strconv.FormatInt(n.spec.Worker, 10),
+	a := []string{"serve", "--listen", n.place.listen(), "--worker", strconv.FormatInt(n.spec.Worker, 10),
 		"--layout", name, "--policy", n.spec.Policy.String(), "--log-level", "warn",
 		"--request-timeout", "30s", "--shutdown-timeout", "10s"}
 	if !l.Epoch.IsZero() {
@@ -331,6 +348,12 @@ func (n *procNode) args() []string {
 		if lz.peerSkew != 0 {
 			a = append(a, "--peer-clock-max-skew", max(lz.peerSkew, 0).String())
 		}
+		if lz.noFence {
+			a = append(a, noFenceFlag)
+		}
+	}
+	if n.place.Addr.IsValid() {
+		a = append(a, "--admin-allow-remote") // its own namespace's address, reached from the run's only
 	}
 	return append(a, n.t.Args...)
 }
@@ -350,7 +373,7 @@ func (n *procNode) Start(ctx context.Context) error {
 	if timeout == 0 {
 		timeout = 15 * time.Second
 	}
-	cmd := exec.Command(n.bin, n.args()...)
+	cmd := n.place.command(n.bin, n.args()...)
 	cmd.Env = append(childEnv(os.Environ()), EnvToken+"="+n.token)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -394,6 +417,9 @@ func (n *procNode) Start(ctx context.Context) error {
 		if n.lease != nil && n.lease.markAtRenewal && strings.Contains(out, "-lease-mark-at-renewal") {
 			return fmt.Errorf("%w: node %s: mark_write_through: off needs a snowchaos built with -tags negativecontrols (%s); stderr:\n%s", target.ErrUnsupported, n.spec.Name, n.bin, out)
 		}
+		if n.lease != nil && n.lease.noFence && strings.Contains(out, noFenceFlag[1:]) {
+			return fmt.Errorf("%w: node %s: fence: off needs a snowchaos built with -tags negativecontrols (%s); stderr:\n%s", target.ErrUnsupported, n.spec.Name, n.bin, out)
+		}
 		return fmt.Errorf("node %s: snowchaos serve %s; stderr:\n%s", n.spec.Name, why, out)
 	}
 	var a string
@@ -406,7 +432,7 @@ func (n *procNode) Start(ctx context.Context) error {
 	case <-ctx.Done():
 		return fail("start interrupted: " + ctx.Err().Error())
 	}
-	r := &remote{c: &server.Client{BaseURL: "http://" + a, Token: n.token, HTTP: newHTTPClient()}}
+	r := &remote{c: &server.Client{BaseURL: "http://" + a, Token: n.token, HTTP: n.t.httpClient()}}
 	info, err := r.c.Info(ctx)
 	if err != nil {
 		return fail("answered no /v1/info: " + err.Error())
