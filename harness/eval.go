@@ -21,12 +21,21 @@ import (
 // a fault went unconfirmed. A figure with nothing to measure (no requests
 // in the window, no IDs for a lead) is unknown.
 //
+// A figure the run's kind of ID does not have (order for UUIDv4s and
+// strings, lead and lag for IDs without an embedded time) is n/a, with
+// the reason.
+//
 // The lease figures (refused starts, rebinds) come from figs, the run's
 // own counts; the rest from the verifier.
 func evaluate(s *scenario.Scenario, targetName string, vr verify.Result, faults []FaultResult, figs Figures) []Check {
 	var out []Check
 	for _, e := range s.ChecksFor(targetName) {
 		c := Check{Expr: e.Text, Expected: e.Expected, Info: e.Informational, Line: e.Line}
+		if why := inapplicable(e.Metric, vr); why != "" {
+			c.Verdict, c.Observed, c.Reason = NA, "-", why
+			out = append(out, c)
+			continue
+		}
 		v, ok, why := figure(s, e, vr)
 		switch e.Metric {
 		case scenario.MetricRefusedStarts:
@@ -66,6 +75,18 @@ func evaluate(s *scenario.Scenario, targetName string, vr verify.Result, faults 
 		out = append(out, c)
 	}
 	return out
+}
+
+// inapplicable returns why metric m has no meaning for the kind of ID
+// the run checked, or "" when it has.
+func inapplicable(m scenario.Metric, vr verify.Result) string {
+	switch {
+	case (m == scenario.MetricOrder || m == scenario.MetricRestart) && !vr.Ordered:
+		return fmt.Sprintf("%s IDs have no order a generator promises", vr.Kind)
+	case (m == scenario.MetricLead || m == scenario.MetricLag) && !vr.Timed:
+		return fmt.Sprintf("%s IDs embed no time", vr.Kind)
+	}
+	return ""
 }
 
 // figure returns the observed value of the expression's metric, over the

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/verify"
 )
 
@@ -38,7 +37,7 @@ func newHistoryWriter(w io.Writer, compress bool) *historyWriter {
 	return h
 }
 
-func (h *historyWriter) write(r *run, sl *slot, incarnation, client int, arrive, end time.Duration, ids []generator.ID, o verify.Outcome, err error) {
+func (h *historyWriter) write(r *run, sl *slot, incarnation, client int, arrive, end time.Duration, ids *idBuf, o verify.Outcome, err error) {
 	if h.err != nil {
 		return
 	}
@@ -61,16 +60,8 @@ func (h *historyWriter) write(r *run, sl *slot, incarnation, client int, arrive,
 	b = append(b, o.String()...)
 	b = append(b, `","wait":`...)
 	b = strconv.AppendFloat(b, (end - arrive).Seconds(), 'f', -1, 64)
-	b = append(b, `,"ids":[`...)
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = strconv.AppendInt(b, int64(id), 10)
-		b = append(b, '"')
-	}
-	b = append(b, ']')
+	b = append(b, `,"ids":`...)
+	b = ids.appendJSON(b)
 	if err != nil {
 		b = append(b, `,"error":`...)
 		b = strconv.AppendQuote(b, err.Error())

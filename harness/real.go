@@ -80,7 +80,7 @@ func (d *realDriver) spawn(c *client, t time.Duration) {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		buf := make([]generator.ID, r.plan.batch)
+		buf := newIDBuf(r.kind, r.plan.batch)
 		next := r.plan.pace(t, true, c.rng)
 		for next >= 0 && next < r.s.Duration {
 			if !d.sleepUntil(next) {

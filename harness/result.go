@@ -9,6 +9,7 @@ import (
 
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/lease"
+	"github.com/snowchaos/snowchaos/verify"
 )
 
 // Verdict is the outcome of one check, one run or a whole report.
@@ -28,7 +29,9 @@ const (
 	// the scenario (a fault kind, a lease, a checkpoint, simulated time),
 	// and the target was opted in to say so (Target.NotApplicable or
 	// Options.AllowNA). It is neither a pass nor a failure: it never
-	// changes a scenario's or the report's verdict.
+	// changes a scenario's or the report's verdict. A check is n/a when the
+	// run's kind of ID does not have its figure (the order of UUIDv4s, the
+	// lead of strings); it does not count toward the run's verdict.
 	NA Verdict = "n/a"
 )
 
@@ -169,6 +172,11 @@ type Result struct {
 	// Target is the row name; Use the registered target it ran.
 	Target string `json:"target"`
 	Use    string `json:"use"`
+	// IDKind names the kind of ID the run checked when it is not a 64-bit
+	// Snowflake: "uuidv7", "ulid", "uuidv4", "uuid" or "string" (see
+	// IDKind); the order and lead figures of a kind without order or
+	// embedded time are zero and its checks on them n/a.
+	IDKind string `json:"id_kind,omitempty"`
 	// KnownBad marks a reference generator.
 	KnownBad bool `json:"known_bad,omitempty"`
 	// Control is true when the scenario states what this target must be
@@ -204,6 +212,13 @@ type Result struct {
 	Timeline *Timeline `json:"-"`
 }
 
+// Kind returns the kind of ID the run checked (KindSnowflake when IDKind
+// is empty).
+func (r *Result) Kind() verify.Kind {
+	k, _ := verify.ParseKind(r.IDKind) // "" and unknown names: a Snowflake
+	return k
+}
+
 // ControlVerdict is, for a negative control (Control), Caught, Escaped or
 // the verdict (unknown, n/a); for any other run "".
 func (r *Result) ControlVerdict() string {
@@ -232,11 +247,12 @@ type Check struct {
 	// Info is true for an invariant shown for a negative control that does
 	// not count toward its verdict.
 	Info bool `json:"info,omitempty"`
-	// Verdict is pass, fail or unknown.
+	// Verdict is pass, fail, unknown, or n/a when the run's kind of ID
+	// does not have the figure (no order, no embedded time).
 	Verdict Verdict `json:"verdict"`
 	// Observed is the measured figure, formatted in the metric's unit.
 	Observed string `json:"observed"`
-	// Reason explains an unknown verdict.
+	// Reason explains an unknown or n/a verdict.
 	Reason string `json:"reason,omitempty"`
 	// Line is the expression's line in the scenario file.
 	Line int `json:"line"`

@@ -51,6 +51,9 @@ type run struct {
 	metrics    *metrics.Collector
 	gens       *telemetry.GeneratorCollector
 
+	// kind is the kind of ID the nodes issue (target.KindOf).
+	kind verify.Kind
+
 	mu struct {
 		sync.Mutex
 		v       *verify.Verifier
@@ -99,10 +102,13 @@ func newRun(ctx context.Context, j *job, o *Options) (*run, error) {
 		}
 	}
 	layout := generator.DefaultLayout()
+	var spec target.NodeSpec
 	if len(s.Nodes) > 0 {
 		layout = s.Nodes[0].Layout
+		spec = target.SpecOf(r.st.Apply(s.Nodes[0]))
 	}
-	r.mu.v = verify.New(verify.Config{Layout: layout, MaxDetails: 20})
+	r.kind = target.KindOf(r.tgt, spec)
+	r.mu.v = verify.New(verify.Config{Kind: r.kind, Layout: layout, MaxDetails: 20})
 	r.faults = make([]FaultResult, len(s.Faults))
 	for i, f := range s.Faults {
 		r.faults[i] = FaultResult{Name: f.Name, Kind: string(f.Kind), At: Duration(f.At)}
@@ -235,14 +241,13 @@ func outcome(err error) verify.Outcome {
 
 // record feeds one call to the verifier, the timeline, the history and the
 // metrics. arrive and end are offsets from the start; client is the
-// client's index.
-func (r *run) record(c *view, client int, arrive, end time.Duration, ids []generator.ID, err error) verify.Found {
+// client's index; ids holds the call's IDs (nil: none).
+func (r *run) record(c *view, client int, arrive, end time.Duration, ids *idBuf, err error) verify.Found {
 	sl := c.sl
 	o := verify.Observation{
 		Issuer:   c.issuer,
 		RefStart: r.startNs + int64(arrive),
 		RefEnd:   r.startNs + int64(end),
-		IDs:      ids,
 		Outcome:  outcome(err),
 		Wait:     end - arrive,
 	}
@@ -250,7 +255,7 @@ func (r *run) record(c *view, client int, arrive, end time.Duration, ids []gener
 		o.Stream = uint64(client+1)<<32 | uint64(sl.idx)<<16 | uint64(c.incarnation&0xffff)
 	}
 	r.mu.Lock()
-	f := r.mu.v.Observe(o)
+	f := ids.observe(r.mu.v, o)
 	if r.mu.tl != nil {
 		r.mu.tl.call(sl, end, ids, err != nil, r.startNs+int64(end), f.Duplicates)
 	}
@@ -262,7 +267,7 @@ func (r *run) record(c *view, client int, arrive, end time.Duration, ids []gener
 	}
 	r.mu.Unlock()
 	if r.metrics != nil {
-		r.metrics.AddChecked(uint64(len(ids)))
+		r.metrics.AddChecked(uint64(ids.len()))
 		r.metrics.AddDuplicates(uint64(f.Duplicates))
 		r.metrics.AddOrderViolations(uint64(f.OrderViolations + f.RestartViolations))
 	}
@@ -275,16 +280,16 @@ func (r *run) recordDown(c *view, client int, at time.Duration) {
 }
 
 // call sends one request to the slot as its view shows it and records
-// it; now reads the run's offset after the call. It reports whether the
-// call failed.
-func (r *run) call(c *view, client int, arrive time.Duration, buf []generator.ID, now func() time.Duration) (end time.Duration, err error) {
+// it, its IDs in buf; now reads the run's offset after the call. It
+// reports whether the call failed.
+func (r *run) call(c *view, client int, arrive time.Duration, buf *idBuf, now func() time.Duration) (end time.Duration, err error) {
 	if !c.up {
 		r.recordDown(c, client, arrive)
 		return arrive, target.ErrStopped
 	}
-	n, err := c.node.Issue(target.WithClient(r.ctx, client), buf)
+	err = buf.issue(target.WithClient(r.ctx, client), c.node)
 	end = now()
-	r.record(c, client, arrive, end, buf[:n], err)
+	r.record(c, client, arrive, end, buf, err)
 	return end, err
 }
 
@@ -362,6 +367,9 @@ func (r *run) finish(res *Result, events uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	vr := r.mu.v.Result()
+	if vr.Kind != verify.KindSnowflake {
+		res.IDKind = vr.Kind.String()
+	}
 	res.Faults = r.faults
 	res.Stopped = r.mu.stopped
 	fillFigures(res, vr, r.startNs)
@@ -384,7 +392,7 @@ func (r *run) finish(res *Result, events uint64) {
 	res.Verdict = Pass
 	counted := 0
 	for _, c := range res.Checks {
-		if !c.Info {
+		if !c.Info && c.Verdict != NA {
 			counted++
 			res.Verdict = worse(res.Verdict, c.Verdict)
 		}
@@ -399,7 +407,9 @@ func (r *run) finish(res *Result, events uint64) {
 	}
 	if r.metrics != nil {
 		for _, c := range res.Checks {
-			_ = r.metrics.SetVerdict(c.Expr, string(c.Verdict))
+			if c.Verdict != NA {
+				_ = r.metrics.SetVerdict(c.Expr, string(c.Verdict))
+			}
 		}
 		r.metrics.End()
 	}

@@ -45,7 +45,7 @@ type simDriver struct {
 	seq     uint64
 	t       time.Duration
 	clients []*client
-	buf     []generator.ID
+	buf     *idBuf
 	events  uint64
 }
 
@@ -84,7 +84,7 @@ func (c storeClock) Sleep(time.Duration)     {}
 func runSimulated(r *run, res *Result) {
 	r.start = r.s.Start
 	r.startNs = r.start.UnixNano()
-	s := &simDriver{buf: make([]generator.ID, r.plan.batch)}
+	s := &simDriver{buf: newIDBuf(r.kind, r.plan.batch)}
 	s.l = &lifecycle{run: r, d: s}
 	r.windows()
 	if !s.l.setup(res, storeClock{s}) {

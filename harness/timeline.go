@@ -3,7 +3,6 @@ package harness
 import (
 	"time"
 
-	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 )
 
@@ -55,21 +54,22 @@ func (tl *timeline) bucket(t time.Duration) int {
 }
 
 // call records one call ending at offset end; refEnd is its reference
-// time in Unix ns.
-func (tl *timeline) call(sl *slot, end time.Duration, ids []generator.ID, failed bool, refEnd int64, dups int) {
+// time in Unix ns. The lead is its last ID's, where the kind of ID embeds
+// a time.
+func (tl *timeline) call(sl *slot, end time.Duration, ids *idBuf, failed bool, refEnd int64, dups int) {
 	ns := sl.series
 	if ns == nil {
 		return
 	}
 	i := tl.bucket(end)
-	if failed && len(ids) == 0 {
+	n := ids.len()
+	if failed && n == 0 {
 		ns.Failed[i]++
 		return
 	}
-	ns.IDs[i] += uint64(len(ids))
-	if len(ids) > 0 {
-		p := sl.spec.Layout.Decode(ids[len(ids)-1])
-		if lead := time.Duration(p.Time.UnixNano() - refEnd); lead > ns.Lead[i] {
+	ns.IDs[i] += uint64(n)
+	if t, ok := ids.lastTime(sl.spec.Layout); ok {
+		if lead := time.Duration(t - refEnd); lead > ns.Lead[i] {
 			ns.Lead[i] = lead
 		}
 	}

@@ -1,5 +1,6 @@
 // The ID generators the exec target runs, each as a function that returns
-// the next ID as a decimal string (or throws when the library refuses).
+// the next ID as a string: a Snowflake in decimal, or a UUID (or throws
+// when the library refuses).
 // Every Snowflake-style library is configured for the same bit layout as
 // the scenarios: 41 bits of milliseconds since 2024-01-01, 10 bits of
 // worker ID, 12 bits of sequence (or the library's own split of those 22
@@ -100,7 +101,17 @@ function uuidv7Lib() {
   return () => uuidv7();
 }
 
+// uuidV7Stateless is uuid's v7() handed the time (options.msecs), which
+// bypasses the library's monotonic state: each call draws a random
+// sequence, so IDs within a millisecond come in random order and a clock
+// step back takes them back. A deliberate negative control for the order
+// check on UUIDv7s.
+function uuidV7Stateless() {
+  const { v7 } = require('uuid');
+  return () => v7({ msecs: Date.now() });
+}
+
 module.exports = {
   mvp, broken, sapphire, 'nodejs-snowflake': nodejsSnowflake, 'flake-idgen': flakeIdgen,
-  'snowflake-id': snowflakeId, 'uuid-v7': uuidV7, uuidv7: uuidv7Lib,
+  'snowflake-id': snowflakeId, 'uuid-v7': uuidV7, uuidv7: uuidv7Lib, 'uuid-v7-stateless': uuidV7Stateless,
 };

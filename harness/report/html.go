@@ -105,7 +105,7 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 			continue
 		}
 		w.printf("<tr><td class=\"l\">%s</td><td class=\"%s\">%s</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%.4f</td>",
-			html.EscapeString(r.Target), r.Verdict, runVerdict(r), f.IDs, f.Duplicates, f.MaxWait, f.MaxLead, f.Availability)
+			html.EscapeString(r.Target), r.Verdict, runVerdict(r), f.IDs, f.Duplicates, f.MaxWait, maxLead(r), f.Availability)
 		cells := map[string]harness.Check{}
 		for _, c := range r.Checks {
 			cells[colKey(c)] = c
@@ -122,7 +122,11 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 				if c.Reason != "" {
 					title += ": " + c.Reason
 				}
-				w.printf("<td class=\"%s\" title=\"%s\">%s</td>", c.Verdict, html.EscapeString(title), checkVerdict(c))
+				class := string(c.Verdict)
+				if c.Verdict == harness.NA {
+					class = "na"
+				}
+				w.printf("<td class=\"%s\" title=\"%s\">%s</td>", class, html.EscapeString(title), checkVerdict(c))
 			}
 		}
 		w.printf("</tr>\n")
@@ -140,6 +144,9 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 			w.printf(" (%s)", html.EscapeString(firstLine(r.Error)))
 		}
 		w.printf("</summary>\n")
+		if note := kindNote(r); note != "" {
+			w.printf("<div>%s</div>\n", html.EscapeString(note))
+		}
 		for _, f := range r.Faults {
 			state := "confirmed"
 			if !f.Confirmed {
@@ -148,7 +155,7 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 			w.printf("<div>fault %s: %s: %s</div>\n", html.EscapeString(f.Name), state, html.EscapeString(strings.Join(f.Detail, "; ")))
 		}
 		for _, d := range r.Duplicates {
-			w.printf("<div>duplicate %s: %s at %s, again %s at %s</div>\n", d.ID, html.EscapeString(d.First), d.FirstAt, html.EscapeString(d.Second), d.SecondAt)
+			w.printf("<div>duplicate %s: %s at %s, again %s at %s</div>\n", html.EscapeString(d.ID), html.EscapeString(d.First), d.FirstAt, html.EscapeString(d.Second), d.SecondAt)
 		}
 		if l := r.Lease; l != nil {
 			w.printf("<div>lease: acquired %d, renewals %d ok / %d failed / %d lost, fenced %d, rebinds %d, refused starts %d, handoff waits %d%s</div>\n",

@@ -52,7 +52,8 @@ type junitProblem struct {
 // JUnit writes one test suite per scenario and one test case per
 // scenario x target x check: a failed check is a <failure>, an unknown one
 // an <error> (CI treats both as red, matching exit codes 1 and 2), an
-// informational one <skipped>. A negative control's expectation says
+// informational one <skipped>, as is one the run's kind of ID has no
+// figure for (n/a). A negative control's expectation says
 // caught in its output, or escaped in its failure. A run that could not complete adds a case
 // "<target>: run" with an <error>; a target that cannot take the scenario
 // (n/a) is one case "<target>: n/a", <skipped> with the reason.
@@ -75,7 +76,10 @@ func JUnit(w io.Writer, rep *harness.Report) error {
 					Line:      c.Line,
 					Time:      "0",
 					SystemOut: fmt.Sprintf("observed %s; ids %d, duplicates %d, max wait %s, max lead %s, availability %.4f",
-						c.Observed, r.Figures.IDs, r.Figures.Duplicates, r.Figures.MaxWait, r.Figures.MaxLead, r.Figures.Availability),
+						c.Observed, r.Figures.IDs, r.Figures.Duplicates, r.Figures.MaxWait, maxLead(r), r.Figures.Availability),
+				}
+				if note := kindNote(r); note != "" {
+					tc.SystemOut += "; " + note
 				}
 				if c.Expected {
 					tc.Name = r.Target + ": expect " + c.Expr
@@ -85,6 +89,9 @@ func JUnit(w io.Writer, rep *harness.Report) error {
 				switch {
 				case c.Info:
 					tc.Skipped = &junitProblem{Message: "informational for a negative control: " + string(c.Verdict)}
+					s.Skipped++
+				case c.Verdict == harness.NA:
+					tc.Skipped = &junitProblem{Message: "not applicable: " + c.Reason}
 					s.Skipped++
 				case c.Verdict == harness.Fail:
 					if c.Expected {

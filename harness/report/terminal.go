@@ -12,6 +12,7 @@ import (
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/harness"
+	"github.com/snowchaos/snowchaos/verify"
 )
 
 // Terminal writes the matrix of scenario x target: per scenario a legend
@@ -51,7 +52,7 @@ var legend = [][2]string{
 	{"(fail)", "informational: an invariant shown for a negative control, not counted in its verdict"},
 	{"caught", "a negative control did what the scenario expects of it and the harness caught it (its duplicates are the finding)"},
 	{"escaped", "the harness did not catch a negative control: the run fails"},
-	{"n/a", "the target cannot take the scenario (the reason is shown): neither pass nor fail"},
+	{"n/a", "the target cannot take the scenario (the reason is shown), or the run's kind of ID has no such figure (the order of UUIDv4s, the lead of strings): neither pass nor fail"},
 	{"dups", "IDs issued more than once; avail: the share of requests answered with IDs"},
 }
 
@@ -152,7 +153,7 @@ func terminalScenario(w *errWriter, sr *harness.ScenarioResult) {
 			w.printf("\n   %-*s  n/a: %s\n", nameW, "", r.NotApplicable)
 			continue
 		}
-		w.printf("   %-*s  %-7s  %9d  %6d  %9s  %9s  %7.4f ", nameW, r.Target, runVerdict(r), f.IDs, f.Duplicates, f.MaxWait, f.MaxLead, f.Availability)
+		w.printf("   %-*s  %-7s  %9d  %6d  %9s  %9s  %7.4f ", nameW, r.Target, runVerdict(r), f.IDs, f.Duplicates, f.MaxWait, maxLead(r), f.Availability)
 		cells := map[string]string{}
 		for _, c := range r.Checks {
 			v := checkVerdict(c)
@@ -169,6 +170,9 @@ func terminalScenario(w *errWriter, sr *harness.ScenarioResult) {
 			w.printf(" %8s", v)
 		}
 		w.printf("\n")
+		if note := kindNote(r); note != "" {
+			w.printf("   %-*s  %s\n", nameW, "", note)
+		}
 		if r.Error != "" {
 			w.printf("   %-*s  error: %s\n", nameW, "", firstLine(r.Error))
 		}
@@ -237,6 +241,28 @@ func outages(sr *harness.ScenarioResult, r *harness.Result) string {
 	return b.String()
 }
 
+// maxLead is the run's largest embedded-time lead, or "n/a" for a kind of
+// ID that embeds no time.
+func maxLead(r *harness.Result) string {
+	if !r.Kind().Timed() {
+		return "n/a"
+	}
+	return r.Figures.MaxLead.String()
+}
+
+// kindNote says, for a run whose IDs are not Snowflakes, their kind and
+// which invariants apply to it; "" for Snowflakes.
+func kindNote(r *harness.Result) string {
+	switch k := r.Kind(); {
+	case k == verify.KindSnowflake:
+		return ""
+	case k.Ordered() && k.Timed():
+		return k.String() + " IDs: duplicates, order, restarts, lead and lag checked (48-bit Unix ms time)"
+	default:
+		return k.String() + " IDs: duplicates checked; order, restarts, lead and lag n/a (the kind has no order and no embedded time)"
+	}
+}
+
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i]
@@ -249,7 +275,7 @@ func terminalSummary(w *errWriter, rep *harness.Report) {
 	for _, sr := range rep.Scenarios {
 		for _, r := range sr.Runs {
 			for _, c := range r.Checks {
-				if c.Info || c.Verdict == harness.Pass {
+				if c.Info || c.Verdict == harness.Pass || c.Verdict == harness.NA {
 					continue
 				}
 				what := c.Expr

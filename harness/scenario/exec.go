@@ -9,6 +9,8 @@ import (
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/snowchaos/snowchaos/verify"
 )
 
 // ExecTarget is the registered name of the target that runs a user's
@@ -44,8 +46,10 @@ type Exec struct {
 	Format string
 	// Field is the JSON field of the json-field format.
 	Field string
-	// ID is the ID format: "decimal" (a 64-bit Snowflake in decimal) or
-	// "uuid" (128 bits, which needs the wide-ID verifier).
+	// ID is the ID format: "decimal" (a 64-bit Snowflake in decimal), or
+	// the name of another kind of ID the verifier checks: "uuidv7",
+	// "ulid", "uuidv4", "uuid" (any version) or "string" (see verify.Kind
+	// and IDKind).
 	ID string
 	// Clock is how clock faults reach the process: "faketime"
 	// (libfaketime), "go" (GoBuild rebuilt with the runtime clock overlay)
@@ -76,7 +80,6 @@ const (
 	FormatJSONField = "json-field"
 
 	IDDecimal = "decimal"
-	IDUUID    = "uuid"
 
 	ClockFaketime = "faketime"
 	ClockGo       = "go"
@@ -189,7 +192,7 @@ func (p *parser) exec(n *yaml.Node, path string) *Exec {
 	}
 	choice("protocol", &x.Protocol, ProtocolStdio, ProtocolHTTP)
 	choice("format", &x.Format, FormatLines, FormatJSONArray, FormatJSONField)
-	choice("id", &x.ID, IDDecimal, IDUUID)
+	choice("id", &x.ID, idFormats()...)
 	choice("clock", &x.Clock, ClockFaketime, ClockGo, ClockNone)
 	if v, node, ok := str("request", requestHolders); ok {
 		if strings.ContainsAny(v, "\n\r") {
@@ -261,6 +264,27 @@ func (p *parser) exec(n *yaml.Node, path string) *Exec {
 		p.errorf(n, path+".url", "the http protocol needs {port} in the URL and in the command or env (the port the process must listen on)")
 	}
 	return x
+}
+
+// idFormats are the values of an exec block's id: decimal for Snowflakes,
+// and every other verify.Kind by its name.
+func idFormats() []string {
+	out := []string{IDDecimal}
+	for _, k := range verify.Kinds() {
+		if k != verify.KindSnowflake {
+			out = append(out, k.String())
+		}
+	}
+	return out
+}
+
+// IDKind returns the kind of ID the block's ID format names: KindSnowflake
+// for "decimal" (or unset).
+func (x *Exec) IDKind() verify.Kind {
+	if k, err := verify.ParseKind(x.ID); err == nil {
+		return k
+	}
+	return verify.KindSnowflake
 }
 
 // placeholders reports a {placeholder} in v that is not in allowed.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/verify"
 )
 
 func TestParseFull(t *testing.T) {
@@ -441,6 +442,18 @@ targets:
 	if n := s.Targets[0].Apply(s.Nodes[0]); n.Exec != x {
 		t.Fatal("Apply does not carry the exec block to the node")
 	}
+	if k := x.IDKind(); k != verify.KindSnowflake {
+		t.Fatalf("IDKind of id: decimal = %s, want snowflake", k)
+	}
+	for _, k := range verify.Kinds()[1:] {
+		s, err := Parse("s.yaml", []byte(base+"  - {name: js, use: exec, exec: {command: [a], id: "+k.String()+"}}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Targets[0].Exec.IDKind(); got != k {
+			t.Errorf("id: %s: IDKind %s", k, got)
+		}
+	}
 	for _, c := range []struct{ yaml, want string }{
 		{"  - {name: js, use: exec}\n", "s.yaml:8: targets[0].exec: missing"},
 		{"  - exec\n", "s.yaml:8: targets[0].exec: missing"},
@@ -457,6 +470,7 @@ targets:
 		{"  - {name: js, use: exec, exec: {command: [a], timeout: 10m}}\n", "out of range"},
 		{"  - {name: js, use: exec, exec: {command: [a], env: {1X: y}}}\n", "not an environment variable name"},
 		{"  - {name: js, use: exec, exec: {command: [a], formt: lines}}\n", `unknown key "formt"`},
+		{"  - {name: js, use: exec, exec: {command: [a], id: uuid7}}\n", `exec.id: want decimal or uuidv7 or ulid or uuidv4 or uuid or string, found "uuid7"`},
 	} {
 		_, err := Parse("s.yaml", []byte(base+c.yaml))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

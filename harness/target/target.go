@@ -27,6 +27,7 @@ import (
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/lease"
 	"github.com/snowchaos/snowchaos/telemetry"
+	"github.com/snowchaos/snowchaos/verify"
 )
 
 // Target starts nodes of one kind of generator. Implementations are safe
@@ -221,6 +222,37 @@ type Node interface {
 	Worker() int64
 	// Close stops the node for good and frees its resources.
 	Close() error
+}
+
+// WideTarget is implemented by targets whose nodes may issue IDs other
+// than 64-bit Snowflakes: 128-bit IDs (UUIDs, ULIDs) or opaque strings.
+// Their nodes implement WideNode.
+type WideTarget interface {
+	Target
+	// IDKind returns the kind of ID the nodes Start makes for spec issue.
+	IDKind(spec NodeSpec) verify.Kind
+}
+
+// KindOf returns the kind of ID the nodes t starts for spec issue:
+// KindSnowflake unless t is a WideTarget. The harness checks one kind per
+// run (every node of a run has the same target entry).
+func KindOf(t Target, spec NodeSpec) verify.Kind {
+	if wt, ok := t.(WideTarget); ok {
+		return wt.IDKind(spec)
+	}
+	return verify.KindSnowflake
+}
+
+// WideNode is a node of a WideTarget whose kind is not KindSnowflake: the
+// harness calls the method for the kind instead of Issue. Both methods
+// fill dst as Issue does (n < len(dst) only with an error); the one for
+// another kind than the node's fails with ErrUnsupported, as does Issue.
+type WideNode interface {
+	Node
+	// IssueWide fills dst with 128-bit IDs.
+	IssueWide(ctx context.Context, dst []verify.ID128) (int, error)
+	// IssueStrings fills dst with string IDs.
+	IssueStrings(ctx context.Context, dst []string) (int, error)
 }
 
 // LeaseNode is implemented by nodes that hold a worker-ID lease; the

@@ -5,8 +5,9 @@
 // process, a clone a second process with the same configuration. The
 // harness asks for IDs over stdio lines (it writes "N", the process
 // answers N ID lines) or HTTP (a URL returning IDs as lines, a JSON array
-// or a JSON field), and parses each ID in one step (ParseID) so wider ID
-// formats plug in there.
+// or a JSON field), and parses each ID in one step (ParseID): 64-bit
+// Snowflakes in decimal (Issue), 128-bit UUIDs and ULIDs (IssueWide) or
+// opaque strings (IssueStrings), as the exec block's id says.
 //
 // Clock faults reach the process from outside: through libfaketime (any
 // program whose clock reads go through the C library) or, for Go programs,
@@ -34,6 +35,7 @@ import (
 	"github.com/snowchaos/snowchaos/harness/extclock/goclock"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
+	"github.com/snowchaos/snowchaos/verify"
 )
 
 func init() { target.Register(&Target{}) }
@@ -53,8 +55,6 @@ var (
 	// ErrGoBinary: a Go binary was given without its source; no route
 	// reaches its clock.
 	ErrGoBinary = errors.New("exec: a Go binary reads the wall clock through the vDSO, which libfaketime cannot intercept; give its source instead (clock: go, go_build: ./path/to/main) so the harness rebuilds it with the runtime clock overlay")
-	// ErrWideID: the IDs are 128-bit, which the verifier does not take yet.
-	ErrWideID = errors.New("exec: 128-bit IDs (id: uuid) need the wide-ID verifier, which has not landed: the target cannot verify them yet")
 	// ErrHung: a request got no complete answer within the timeout; the
 	// process was killed.
 	ErrHung = errors.New("exec: no answer within the timeout: the process was killed")
@@ -66,7 +66,7 @@ type Target struct {
 }
 
 var (
-	_ target.Target         = (*Target)(nil)
+	_ target.WideTarget     = (*Target)(nil)
 	_ target.FaultExplainer = (*Target)(nil)
 )
 
@@ -78,6 +78,15 @@ func (t *Target) Info() target.Info {
 		Doc:  "any command as child processes (stdio or HTTP), kill -9 restarts, clones; clock faults through libfaketime or a Go runtime overlay",
 		Caps: target.Capabilities{Faults: kinds, OffsetTolerance: OffsetTolerance},
 	}
+}
+
+// IDKind implements target.WideTarget: the kind the exec block's id
+// names.
+func (t *Target) IDKind(spec target.NodeSpec) verify.Kind {
+	if spec.Exec == nil {
+		return verify.KindSnowflake
+	}
+	return spec.Exec.IDKind()
 }
 
 // NotApplicable implements target.FaultExplainer.
@@ -95,9 +104,6 @@ func (t *Target) Start(ctx context.Context, spec target.NodeSpec, env target.Env
 	if x == nil {
 		return nil, fmt.Errorf("%w: node %s: the exec target needs an exec block on the scenario's target", target.ErrUnsupported, spec.Name)
 	}
-	if x.ID == scenario.IDUUID {
-		return nil, fmt.Errorf("%w: node %s: %w", target.ErrUnsupported, spec.Name, ErrWideID)
-	}
 	if scenario.LeaseKind(spec.Lease) != scenario.LeaseNone || spec.Checkpoint {
 		return nil, fmt.Errorf("%w: node %s: the exec target's processes keep their own state: no lease or checkpoint", target.ErrUnsupported, spec.Name)
 	}
@@ -105,7 +111,7 @@ func (t *Target) Start(ctx context.Context, spec target.NodeSpec, env target.Env
 	if err != nil {
 		return nil, err
 	}
-	n := &node{spec: spec, x: x, dir: dir}
+	n := &node{spec: spec, x: x, kind: x.IDKind(), dir: dir}
 	n.mu.worker = -1
 	if err := n.setup(ctx, &t.builds); err != nil {
 		n.Close()

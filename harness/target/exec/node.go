@@ -20,12 +20,13 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/faults"
+	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/extclock"
 	"github.com/snowchaos/snowchaos/harness/extclock/faketime"
 	"github.com/snowchaos/snowchaos/harness/extclock/goclock"
-	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
+	"github.com/snowchaos/snowchaos/verify"
 )
 
 // realClock is the true time the host clocks are faulted from.
@@ -35,6 +36,7 @@ var realClock = generator.SystemClock()
 type node struct {
 	spec target.NodeSpec
 	x    *scenario.Exec
+	kind verify.Kind // the IDs it issues (x.IDKind())
 	dir  string
 
 	// The clock route (fixed for the host's life).
@@ -55,7 +57,7 @@ type node struct {
 	}
 }
 
-var _ target.Node = (*node)(nil)
+var _ target.WideNode = (*node)(nil)
 
 // proc is one running process of the node.
 type proc struct {
@@ -196,15 +198,81 @@ func (n *node) waitReady(ctx context.Context, p *proc) error {
 // Issue implements target.Node: requests of at most MaxBatch IDs until
 // dst is full or the process refuses.
 func (n *node) Issue(ctx context.Context, dst []generator.ID) (int, error) {
+	if n.kind != verify.KindSnowflake {
+		return 0, n.otherKind()
+	}
+	return n.issue(ctx, ids{kind: n.kind, sf: dst})
+}
+
+// IssueWide implements target.WideNode, as Issue does for 128-bit IDs.
+func (n *node) IssueWide(ctx context.Context, dst []verify.ID128) (int, error) {
+	if n.kind == verify.KindSnowflake || n.kind == verify.KindString {
+		return 0, n.otherKind()
+	}
+	return n.issue(ctx, ids{kind: n.kind, wide: dst})
+}
+
+// IssueStrings implements target.WideNode, as Issue does for strings.
+func (n *node) IssueStrings(ctx context.Context, dst []string) (int, error) {
+	if n.kind != verify.KindString {
+		return 0, n.otherKind()
+	}
+	return n.issue(ctx, ids{kind: n.kind, strs: dst})
+}
+
+// otherKind is the error of a call for another kind of ID than the node's.
+func (n *node) otherKind() error {
+	return fmt.Errorf("%w: node %s issues %s IDs (id: %s)", target.ErrUnsupported, n.spec.Name, n.kind, n.x.ID)
+}
+
+// ids is where a call's IDs go: the slice of the node's kind.
+type ids struct {
+	kind verify.Kind
+	sf   []generator.ID
+	wide []verify.ID128
+	strs []string
+}
+
+// len returns the number of IDs asked for.
+func (d ids) len() int { return len(d.sf) + len(d.wide) + len(d.strs) }
+
+// slice returns IDs i to j.
+func (d ids) slice(i, j int) ids {
+	switch {
+	case d.sf != nil:
+		d.sf = d.sf[i:j]
+	case d.wide != nil:
+		d.wide = d.wide[i:j]
+	default:
+		d.strs = d.strs[i:j]
+	}
+	return d
+}
+
+// put stores v (of the kind, from ParseID) as ID i.
+func (d ids) put(i int, v verify.Value) {
+	switch {
+	case d.sf != nil:
+		d.sf[i] = v.Snowflake()
+	case d.wide != nil:
+		d.wide[i] = v.Bits
+	default:
+		d.strs[i] = v.Text
+	}
+}
+
+// issue sends requests of at most MaxBatch IDs until dst is full or the
+// process refuses.
+func (n *node) issue(ctx context.Context, dst ids) (int, error) {
 	n.mu.Lock()
 	p := n.mu.p
 	n.mu.Unlock()
 	if p == nil {
 		return 0, target.ErrStopped
 	}
-	got := 0
-	for got < len(dst) {
-		k, err := n.request(ctx, p, dst[got:min(len(dst), got+n.x.MaxBatch)])
+	got, total := 0, dst.len()
+	for got < total {
+		k, err := n.request(ctx, p, dst.slice(got, min(total, got+n.x.MaxBatch)))
 		got += k
 		if err != nil {
 			return got, err
@@ -213,8 +281,8 @@ func (n *node) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 	return got, nil
 }
 
-// request asks the process for len(dst) IDs, once.
-func (n *node) request(ctx context.Context, p *proc, dst []generator.ID) (int, error) {
+// request asks the process for dst.len() IDs, once.
+func (n *node) request(ctx context.Context, p *proc, dst ids) (int, error) {
 	if n.x.Protocol == scenario.ProtocolHTTP {
 		return n.requestHTTP(ctx, p, dst)
 	}
@@ -251,11 +319,12 @@ func (n *node) request(ctx context.Context, p *proc, dst []generator.ID) (int, e
 }
 
 // exchange writes one request line and reads the answer lines.
-func (n *node) exchange(p *proc, dst []generator.ID) (int, error) {
-	if _, err := io.WriteString(p.in, n.expand(n.x.Request, p.port, len(dst))+"\n"); err != nil {
+func (n *node) exchange(p *proc, dst ids) (int, error) {
+	count := dst.len()
+	if _, err := io.WriteString(p.in, n.expand(n.x.Request, p.port, count)+"\n"); err != nil {
 		return 0, fmt.Errorf("exec: node %s: writing the request: %w", n.spec.Name, err)
 	}
-	for i := range dst {
+	for i := range count {
 		line, err := p.out.ReadSlice('\n')
 		if err != nil {
 			if errors.Is(err, bufio.ErrBufferFull) {
@@ -267,13 +336,13 @@ func (n *node) exchange(p *proc, dst []generator.ID) (int, error) {
 		if msg, ok := answerError(s); ok {
 			return i, fmt.Errorf("exec: node %s %s", n.spec.Name, msg)
 		}
-		id, err := ParseID(n.x.ID, s)
+		id, err := ParseID(n.kind, s)
 		if err != nil {
 			return i, fmt.Errorf("exec: node %s: %w", n.spec.Name, err)
 		}
-		dst[i] = id
+		dst.put(i, id)
 	}
-	return len(dst), nil
+	return count, nil
 }
 
 // answerError recognises a "refused: ..." or "error: ..." answer line.
@@ -287,8 +356,9 @@ func answerError(s string) (string, bool) {
 }
 
 // requestHTTP asks over HTTP.
-func (n *node) requestHTTP(ctx context.Context, p *proc, dst []generator.ID) (int, error) {
-	u := n.expand(n.x.URL, p.port, len(dst))
+func (n *node) requestHTTP(ctx context.Context, p *proc, dst ids) (int, error) {
+	count := dst.len()
+	u := n.expand(n.x.URL, p.port, count)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return 0, err
@@ -308,22 +378,24 @@ func (n *node) requestHTTP(ctx context.Context, p *proc, dst []generator.ID) (in
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("exec: node %s: refused: %s answered %s: %.200s", n.spec.Name, u, resp.Status, body)
 	}
-	ids, err := ParseResponse(n.x.Format, n.x.Field, body)
+	got, err := ParseResponse(n.x.Format, n.x.Field, body)
 	if err != nil {
 		return 0, fmt.Errorf("exec: node %s: %s: %w", n.spec.Name, u, err)
 	}
-	if len(ids) > len(dst) {
-		return 0, fmt.Errorf("exec: node %s: asked for %d IDs, got %d", n.spec.Name, len(dst), len(ids))
+	if len(got) > count {
+		return 0, fmt.Errorf("exec: node %s: asked for %d IDs, got %d", n.spec.Name, count, len(got))
 	}
-	for i, s := range ids {
-		if dst[i], err = ParseID(n.x.ID, s); err != nil {
+	for i, s := range got {
+		id, err := ParseID(n.kind, s)
+		if err != nil {
 			return i, fmt.Errorf("exec: node %s: %w", n.spec.Name, err)
 		}
+		dst.put(i, id)
 	}
-	if len(ids) < len(dst) {
-		return len(ids), fmt.Errorf("exec: node %s: asked for %d IDs, got %d", n.spec.Name, len(dst), len(ids))
+	if len(got) < count {
+		return len(got), fmt.Errorf("exec: node %s: asked for %d IDs, got %d", n.spec.Name, count, len(got))
 	}
-	return len(ids), nil
+	return len(got), nil
 }
 
 // maxBody bounds an HTTP answer.

@@ -7,25 +7,37 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/verify"
 )
 
-// ParseID parses one ID as the exec block's id format names it. It is the
-// one step that turns a process's answer into an ID: a wider format (the
-// 128-bit UUIDs, once the verifier takes them) is one more case here.
-func ParseID(format, s string) (generator.ID, error) {
-	switch format {
-	case scenario.IDDecimal, "":
-		id, err := generator.ParseID(s)
+// ParseID parses one ID of kind (the exec block's id, Exec.IDKind) as a
+// process answered it: the one step that turns an answer into an ID. It
+// takes what verify's parsers take, strictly (a Snowflake in canonical
+// decimal; a UUID of the kind's version, hyphenated or not; a ULID; a
+// string of printable text), and the error, wrapping verify.ErrInvalidID,
+// names the value.
+func ParseID(kind verify.Kind, s string) (verify.Value, error) {
+	switch kind {
+	case verify.KindSnowflake:
+		id, err := verify.ParseSnowflake(s)
 		if err != nil {
-			return 0, fmt.Errorf("answer %q: %w", clip(s), err)
+			return verify.Value{}, err
 		}
-		return id, nil
-	case scenario.IDUUID:
-		return 0, ErrWideID
+		return verify.SnowflakeValue(id), nil
+	case verify.KindString:
+		if err := verify.ParseString(s); err != nil {
+			return verify.Value{}, err
+		}
+		return verify.Value{Kind: kind, Text: s}, nil
+	case verify.KindUUIDv7, verify.KindULID, verify.KindUUIDv4, verify.KindUUID:
+		x, err := verify.Parse128(kind, s)
+		if err != nil {
+			return verify.Value{}, err
+		}
+		return verify.Value{Kind: kind, Bits: x}, nil
 	}
-	return 0, fmt.Errorf("exec: unknown ID format %q", format)
+	return verify.Value{}, fmt.Errorf("exec: unknown ID kind %s", kind)
 }
 
 // ParseResponse splits an HTTP answer into ID strings as format says:
