@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 type stubCheckpoint struct {
@@ -52,5 +53,57 @@ func TestCheckpointsErrors(t *testing.T) {
 	}
 	if b.saves != 0 {
 		t.Fatal("Save went on past the first failure")
+	}
+}
+
+// TestReserveWritesBeforeTheFirstCall: Reserve persists a mark ahead of
+// the clock, so the first call does not write; a second Reserve below the
+// renewal point writes nothing; a failed write is kept and Ready reports it.
+func TestReserveWritesBeforeTheFirstCall(t *testing.T) {
+	clk := newScriptClock(t0)
+	cp := &stubCheckpoint{}
+	g, err := New(Settings{Node: 1, Clock: clk, Checkpoint: cp, Reserve: 100 * time.Millisecond, Policy: PolicyRefuse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Reserve(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if cp.saves != 1 || cp.mark < t0.UnixMilli()+100 {
+		t.Fatalf("after Reserve: %d saves, mark %d, clock %d ms", cp.saves, cp.mark, t0.UnixMilli())
+	}
+	if _, err := g.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Reserve(context.Background()); err != nil || cp.saves != 1 {
+		t.Fatalf("second Reserve: %v, %d saves (want 1: the mark is still ahead)", err, cp.saves)
+	}
+	// Past half the reservation a write is due; make it fail.
+	clk.Advance(60 * time.Millisecond)
+	cp.saveErr = errors.New("disk full")
+	if err := g.Reserve(context.Background()); err == nil {
+		t.Fatalf("Reserve with a failing disk: %v", err)
+	}
+	clk.Advance(50 * time.Millisecond) // beyond the mark
+	if err := g.Ready(); err == nil {
+		t.Fatal("Ready after a failed write beyond the mark")
+	}
+	cp.saveErr = nil
+	if err := g.Reserve(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Ready(); err != nil {
+		t.Fatalf("Ready after a good write: %v", err)
+	}
+}
+
+// TestReserveWithoutCheckpoint does nothing.
+func TestReserveWithoutCheckpoint(t *testing.T) {
+	g, err := New(Settings{Node: 1, Clock: newScriptClock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Reserve(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -196,8 +196,19 @@ func New(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.mu.settings = s
+	n.reserve(ctx, g)
 	n.serve(g)
 	return n, nil
+}
+
+// reserve writes the generator's first mark before the node serves, so
+// that its first requests do not spend their MaxWait on the disk. A
+// failure is logged, not fatal: the generator keeps it, Ready reports it,
+// and the next call that needs the mark writes it again.
+func (n *Node) reserve(ctx context.Context, g *generator.Generator) {
+	if err := g.Reserve(ctx); err != nil {
+		n.log.Warn("the first checkpoint write failed; the node refuses until a write succeeds", "err", err)
+	}
 }
 
 // acquire builds the lease keeper, acquires the first lease and puts the
@@ -440,6 +451,9 @@ func (n *Node) rebind() {
 		return
 	}
 	n.mu.settings = s
+	rctx, cancel := context.WithTimeout(context.Background(), n.keeper.Config().CallTimeout)
+	n.reserve(rctx, g)
+	cancel()
 	n.serve(g)
 	if n.cfg.OnRebind != nil {
 		n.cfg.OnRebind(g)

@@ -55,6 +55,9 @@ func TestNodeWithoutLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if d.mark < start.UnixMilli()+100 {
+		t.Fatalf("New did not reserve a mark before serving: stored %d, clock %d ms", d.mark, start.UnixMilli())
+	}
 	if n.Keeper() != nil || n.FaultClock() != nil || n.Maintain(context.Background()) >= 0 {
 		t.Fatalf("a node without lease or fault clock has keeper %v, fault clock %v", n.Keeper(), n.FaultClock())
 	}
