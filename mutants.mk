@@ -3,4 +3,4 @@
 .PHONY: mutants
 ## mutants: build each mutant and run the built-in suite against it; fails if one survives
 mutants:
-	$(GO) run ./mutants/gate -matrix out/mutants.md
+	$(GO) run ./mutants/gate -matrix docs/mutants.md

@@ -29,6 +29,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -77,7 +78,11 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the work directory (mutated sources and binaries)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound on one suite run")
 	dir := flag.String("dir", "mutants", "directory holding the mutants")
+	jobs := flag.Int("j", 2, "mutants built and run at once (1-16)")
 	flag.Parse()
+	if *jobs < 1 || *jobs > 16 {
+		fatal(2, "-j %d: want 1 to 16", *jobs)
+	}
 	if *timeout <= 0 || *timeout > time.Hour {
 		fatal(2, "-timeout %v: want a duration in (0, 1h]", *timeout)
 	}
@@ -124,12 +129,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "baseline: snowchaos run %s passes (%s)\n", key, k.Duration.Round(time.Second))
 	}
 
-	var kills []Kill
+	kills := tryAll(ctx, work, ms, *timeout, *jobs)
 	worst := 0
-	for _, m := range ms {
-		k := try(ctx, work, m, *timeout)
-		kills = append(kills, k)
-		fmt.Fprintf(os.Stderr, "%-40s %-8s %s\n", m.Name, k.Outcome, first(k))
+	for _, k := range kills {
 		switch k.Outcome {
 		case "killed":
 		case "invalid":
@@ -141,7 +143,7 @@ func main() {
 	md := render(kills)
 	fmt.Print(md)
 	if *matrix != "" {
-		if err := os.WriteFile(*matrix, []byte(md), 0o644); err != nil {
+		if err := writeMatrix(*matrix, md); err != nil {
 			fatal(2, "%v", err)
 		}
 	}
@@ -199,6 +201,32 @@ func load(dir string, filter *regexp.Regexp) ([]*Mutant, error) {
 		ms = append(ms, m)
 	}
 	return ms, nil
+}
+
+// tryAll tries every mutant, jobs at a time, and returns their kills in
+// the order of ms; each is printed to stderr as it ends.
+func tryAll(ctx context.Context, work string, ms []*Mutant, timeout time.Duration, jobs int) []Kill {
+	kills := make([]Kill, len(ms))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for range min(jobs, len(ms)) {
+		wg.Go(func() {
+			for i := range next {
+				k := try(ctx, work, ms[i], timeout)
+				kills[i] = k
+				mu.Lock()
+				fmt.Fprintf(os.Stderr, "%-40s %-8s %-6s %s\n", k.Mutant.Name, k.Outcome, k.Duration.Round(time.Second), first(k))
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range ms {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return kills
 }
 
 // try builds mutant m and runs its suite against it.
@@ -388,6 +416,28 @@ func first(k Kill) string {
 }
 
 // render returns the kill matrix as Markdown.
+// The kill matrix goes between these markers when the -matrix file has
+// them (docs/mutants.md does), else it replaces the whole file.
+const (
+	matrixBegin = "<!-- kill-matrix: make mutants writes this table -->"
+	matrixEnd   = "<!-- /kill-matrix -->"
+)
+
+// writeMatrix writes md into path (see matrixBegin).
+func writeMatrix(path, md string) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	text := string(old)
+	i, j := strings.Index(text, matrixBegin), strings.Index(text, matrixEnd)
+	if i < 0 || j < i {
+		return os.WriteFile(path, []byte(md), 0o644)
+	}
+	text = text[:i+len(matrixBegin)] + "\n" + md + text[j:]
+	return os.WriteFile(path, []byte(text), 0o644)
+}
+
 func render(kills []Kill) string {
 	var b strings.Builder
 	b.WriteString("| mutant | class | outcome | caught by | failed checks |\n|---|---|---|---|---|\n")
