@@ -341,12 +341,23 @@ func (n *Node) logPeerCheck(pc *lease.PeerCheck) {
 // It changes when the node is rebuilt on a new lease.
 func (n *Node) Generator() *generator.Generator { return n.gen.Load() }
 
-// Issue fills dst with IDs from the current generator (see
-// generator.NextNContext); a stopped node fails with ErrStopped.
+// Issue fills dst with IDs from the current generator; a stopped node
+// fails with ErrStopped. One ID is asked of generator.NextContext (the
+// single-ID path, as GET /v1/id asks it), more of NextNContext (as
+// /v1/ids does), so a harness that calls Issue exercises both of the
+// paths production serves.
 func (n *Node) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 	g := n.gen.Load()
 	if g == nil {
 		return 0, ErrStopped
+	}
+	if len(dst) == 1 {
+		id, err := g.NextContext(ctx)
+		if err != nil {
+			return 0, err
+		}
+		dst[0] = id
+		return 1, nil
 	}
 	return g.NextNContext(ctx, dst)
 }
