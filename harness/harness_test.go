@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -323,6 +325,30 @@ targets: [bad-no-rewind-check, wait]
 	}
 	if rep.Summary.Skipped != 1 {
 		t.Fatalf("summary %+v", rep.Summary)
+	}
+}
+
+// TestFailFastKeepsControls: a negative control expected to issue many
+// duplicates is not stopped at its first, so fail-fast does not turn a
+// caught control into a failure.
+func TestFailFastKeepsControls(t *testing.T) {
+	s, err := scenario.Parse("ffc.yaml", []byte(`name: ffc
+duration: 2s
+nodes: [{name: a, worker: 1}]
+load: {rate: 5000/s}
+faults: [{at: 200ms, kind: step, by: -50ms}]
+invariants: ["duplicates == 0"]
+targets: [bad-no-rewind-check, wait]
+expect:
+  bad-no-rewind-check: {duplicates: "> 100"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, []*scenario.Scenario{s}, harness.Options{FailFast: true, Parallel: 1})
+	r := rep.Scenarios[0].Runs[0]
+	if r.Stopped || r.Figures.Duplicates <= 100 || r.Verdict != harness.Pass || rep.ExitCode() != 0 {
+		t.Fatalf("control under fail-fast: stopped %v, dups %d, verdict %s, exit %d", r.Stopped, r.Figures.Duplicates, r.Verdict, rep.ExitCode())
 	}
 }
 
@@ -646,5 +672,68 @@ targets: [wait]
 	}
 	if !late["a"] || !late["b-clone"] || !late["c"] {
 		t.Fatalf("nodes that started during the outage never issued: %+v\n%s", r.Nodes, b.String())
+	}
+}
+
+// hangTarget runs in-process nodes whose calls never return once armed,
+// like a generator that loops without bound.
+type hangTarget struct{ target.InProcess }
+
+func (h *hangTarget) Info() target.Info {
+	i := h.InProcess.Info()
+	i.Name = "test-hang"
+	return i
+}
+
+func (h *hangTarget) Start(ctx context.Context, spec target.NodeSpec, env target.Env) (target.Node, error) {
+	n, err := h.InProcess.Start(ctx, spec, env)
+	if err != nil {
+		return nil, err
+	}
+	return &hangNode{Node: n}, nil
+}
+
+type hangNode struct {
+	target.Node
+	calls atomic.Int64
+}
+
+// hangRelease ends every hung call when the test ends.
+var hangRelease = make(chan struct{})
+
+func (n *hangNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
+	if n.calls.Add(1) > 100 {
+		<-hangRelease
+		return 0, errors.New("released")
+	}
+	return n.Node.Issue(ctx, dst)
+}
+
+func init() { target.Register(&hangTarget{}) }
+
+// TestStalledRunFails: a call that never returns fails its run (exit 1)
+// once the stall timeout passes, and the suite goes on to the next run.
+func TestStalledRunFails(t *testing.T) {
+	t.Cleanup(func() { close(hangRelease) })
+	s, err := scenario.Parse("hang.yaml", []byte(`name: hang
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 1000/s}
+invariants: ["duplicates == 0"]
+targets: [test-hang, wait]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, []*scenario.Scenario{s}, harness.Options{StallTimeout: 300 * time.Millisecond, Parallel: 1})
+	hung, ok := rep.Scenarios[0].Runs[0], rep.Scenarios[0].Runs[1]
+	if hung.Verdict != harness.Fail || !strings.Contains(hung.Error, "stalled") || len(hung.Checks) != 1 || hung.Checks[0].Verdict != harness.Fail {
+		t.Fatalf("hung run: %+v", hung)
+	}
+	if ok.Verdict != harness.Pass {
+		t.Fatalf("wait run after it: %+v", ok)
+	}
+	if rep.ExitCode() != 1 {
+		t.Fatalf("exit %d, want 1", rep.ExitCode())
 	}
 }

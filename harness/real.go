@@ -133,6 +133,7 @@ func runReal(r *run, res *Result) {
 	var events uint64
 	lastProgress := time.Duration(0)
 	for d.q.Len() > 0 && !r.stopped() {
+		r.beat.Add(1)
 		e := d.q[0]
 		if e.at >= r.s.Duration {
 			break
@@ -157,6 +158,7 @@ func runReal(r *run, res *Result) {
 		if !d.sleepUntil(min(r.s.Duration, d.now()+250*time.Millisecond)) {
 			break
 		}
+		r.beat.Add(1)
 		r.progress(d.now(), false)
 	}
 	d.done.Store(true)

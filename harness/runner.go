@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/harness/scenario"
@@ -66,6 +67,23 @@ type Options struct {
 	// n/a with the reason instead of the suite being rejected. A scenario
 	// no target can take is still an error.
 	AllowNA bool
+	// StallTimeout fails a run whose driver has made no progress for this
+	// long of wall time once its nodes are up: a call into the target
+	// that never returns (a generator that loops or blocks without
+	// bound). Zero means DefaultStallTimeout.
+	StallTimeout time.Duration
+}
+
+// DefaultStallTimeout is Options.StallTimeout's default: far beyond any
+// bounded call (the longest MaxWait a scenario may set is a minute).
+const DefaultStallTimeout = 2 * time.Minute
+
+// stallTimeout returns StallTimeout with its default.
+func (o *Options) stallTimeout() time.Duration {
+	if o.StallTimeout > 0 {
+		return o.StallTimeout
+	}
+	return DefaultStallTimeout
 }
 
 // Prepare validates the suite against the options: every target exists
@@ -351,13 +369,54 @@ func runJob(ctx context.Context, j *job, o Options) (res *Result) {
 			}
 		}()
 	}
-	if r.simulated() {
-		runSimulated(r, res)
-	} else {
-		runReal(r, res)
+	if stalled := r.drive(res); stalled != nil {
+		return stalled
 	}
 	if res.Error != "" {
 		res.Verdict = worse(res.Verdict, Unknown)
 	}
 	return res
+}
+
+// drive runs r's driver into res, watching its heartbeat. When the driver
+// makes no progress for the stall timeout it returns a failed result in
+// place of res (the driver's goroutine, stuck in the target, is left
+// behind: nothing can unwind a call that never returns); else nil.
+func (r *run) drive(res *Result) *Result {
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		if r.simulated() {
+			runSimulated(r, res)
+		} else {
+			runReal(r, res)
+		}
+	}()
+	limit := r.opts.stallTimeout()
+	tick := time.NewTicker(min(limit/4, time.Second))
+	defer tick.Stop()
+	last, since := r.beat.Load(), time.Now()
+	for {
+		select {
+		case p := <-done:
+			if p != nil {
+				panic(p) // runJob's recover reports it
+			}
+			return nil
+		case <-tick.C:
+		}
+		b := r.beat.Load()
+		if b != last || b == 0 { // moving, or still setting up
+			last, since = b, time.Now()
+			continue
+		}
+		if time.Since(since) < limit {
+			continue
+		}
+		return &Result{
+			Target: res.Target, Use: res.Use, Control: res.Control, KnownBad: r.info.KnownBad, Verdict: Fail,
+			Error:  fmt.Sprintf("stalled: the run made no progress for %s of wall time; a call into the target did not return (a call that blocks or loops without bound)", limit),
+			Checks: []Check{{Expr: "calls return", Verdict: Fail, Observed: "a call did not return within " + limit.String()}},
+		}
+	}
 }

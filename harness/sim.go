@@ -104,6 +104,7 @@ func runSimulated(r *run, res *Result) {
 		}
 		s.t = e.at
 		s.events++
+		r.beat.Add(1)
 		if s.events&0x3fff == 0 {
 			if err := r.ctx.Err(); err != nil {
 				res.Error = "interrupted: " + err.Error()

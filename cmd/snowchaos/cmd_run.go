@@ -57,7 +57,7 @@ type runFlags struct {
 	mode, seed, targets, reportFmt string
 	junit, history, html, metrics  string
 	failFast, list, allowNA        bool
-	timeout, linger                time.Duration
+	timeout, linger, stall         time.Duration
 	parallel                       int
 }
 
@@ -75,6 +75,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&f.metrics, "metrics-addr", "", "serve snowchaos_* and snowflake_* metrics on this address while running (e.g. 127.0.0.1:9464)")
 	fl.DurationVar(&f.linger, "metrics-linger", 0, "with --metrics-addr: keep serving the final metrics this long after the report (until interrupted), so a scraper collects them; 0 stops at once")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop after this long (unfinished runs are unknown: exit 2); 0 means none")
+	fl.DurationVar(&f.stall, "stall-timeout", harness.DefaultStallTimeout, "fail a run that makes no progress for this long of wall time (a call into the target that never returns); 1s to 1h")
 	fl.IntVar(&f.parallel, "parallel", 0, "simulated runs at once (0: one per CPU)")
 	fl.BoolVar(&f.list, "list", false, "list the scenarios and targets that would run, and exit")
 	fl.BoolVar(&f.allowNA, "allow-na", false, "report a target that cannot take a scenario as n/a (with the reason) instead of rejecting the suite")
@@ -249,7 +250,14 @@ func (f *runFlags) options() (harness.Options, error) {
 		return o, fmt.Errorf("--report %q: want text or json", f.reportFmt)
 	}
 	o.FailFast = f.failFast
+	if f.parallel < 0 || f.parallel > 256 {
+		return o, fmt.Errorf("--parallel %d: want 0 (one per CPU) to 256", f.parallel)
+	}
 	o.Parallel = f.parallel
+	if f.stall < time.Second || f.stall > time.Hour {
+		return o, fmt.Errorf("--stall-timeout %s: want 1s to 1h", f.stall)
+	}
+	o.StallTimeout = f.stall
 	o.AllowNA = f.allowNA
 	switch {
 	case f.linger < 0:

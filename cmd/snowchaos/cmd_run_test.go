@@ -136,9 +136,12 @@ func TestRunOutputs(t *testing.T) {
 }
 
 func TestRunFlags(t *testing.T) {
-	for _, args := range [][]string{{"--mode", "fast"}, {"--report", "xml"}, {"--seed", "x"}, {"--target", "nope"}, {"/does/not/exist.yaml"}} {
-		if code, _, _ := runCmd(t, args...); code != 2 {
+	for _, args := range [][]string{{"--mode", "fast"}, {"--report", "xml"}, {"--seed", "x"}, {"--target", "nope"}, {"/does/not/exist.yaml"},
+		{"--stall-timeout", "0s"}, {"--stall-timeout", "2h"}, {"--parallel", "-1"}, {"--parallel", "257"}} {
+		if code, _, errs := runCmd(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
+		} else if f := strings.TrimLeft(args[0], "-"); strings.HasPrefix(args[0], "--") && !strings.Contains(errs, f) {
+			t.Errorf("%v: the error does not name %s: %s", args, f, errs)
 		}
 	}
 	code, out, _ := runCmd(t, "--list")

@@ -341,7 +341,10 @@ func build(ctx context.Context, bin string, overlay map[string]string) error {
 func runSuite(ctx context.Context, bin string, suite []string, timeout time.Duration) Kill {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	args := append([]string{"run", "--report", "json"}, suite...)
+	// Fail fast: a kill needs one failed run, and a mutant that hangs its
+	// calls fails the run it hangs after the stall timeout, not after the
+	// gate's.
+	args := append([]string{"run", "--report", "json", "--fail-fast", "--stall-timeout", "15s"}, suite...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -440,7 +443,7 @@ func writeMatrix(path, md string) error {
 
 func render(kills []Kill) string {
 	var b strings.Builder
-	b.WriteString("| mutant | class | outcome | caught by | failed checks |\n|---|---|---|---|---|\n")
+	b.WriteString("| mutant | class | outcome | caught by (the first failed check) | failed checks before the suite stopped |\n|---|---|---|---|---|\n")
 	killed := 0
 	for _, k := range kills {
 		if k.Outcome == "killed" {
