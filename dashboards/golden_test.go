@@ -5,11 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/snowchaos/snowchaos/dashboards"
+	"github.com/snowchaos/snowchaos/internal/testenv"
 )
 
 // TestCommittedJSONIsGenerated regenerates every dashboard in memory and
@@ -30,7 +29,7 @@ func TestCommittedJSONIsGenerated(t *testing.T) {
 			continue
 		}
 		if !bytes.Equal(got, f.JSON) {
-			t.Errorf("json/%s differs from the generator's output (%s):\n%s", f.Name, hint, firstDiff(got, f.JSON))
+			t.Errorf("json/%s differs from the generator's output (%s):\n%s", f.Name, hint, testenv.FirstDiff(got, f.JSON, "committed", "generated"))
 		}
 	}
 	entries, err := os.ReadDir("json")
@@ -42,24 +41,6 @@ func TestCommittedJSONIsGenerated(t *testing.T) {
 			t.Errorf("json/%s is not written by the generator: delete it or add it to dashboards.All (%s)", e.Name(), hint)
 		}
 	}
-}
-
-// firstDiff shows the first differing line of two files.
-func firstDiff(a, b []byte) string {
-	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-	for i := 0; i < max(len(al), len(bl)); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			return "line " + strconv.Itoa(i+1) + ":\n  committed: " + x + "\n  generated: " + y
-		}
-	}
-	return "(identical lines; lengths differ)"
 }
 
 // TestRenderDeterministic builds twice and compares: map iteration order
@@ -76,7 +57,7 @@ func TestRenderDeterministic(t *testing.T) {
 		}
 		for i := range a {
 			if !bytes.Equal(a[i].JSON, b[i].JSON) {
-				t.Fatalf("%s: two builds differ:\n%s", a[i].Name, firstDiff(a[i].JSON, b[i].JSON))
+				t.Fatalf("%s: two builds differ:\n%s", a[i].Name, testenv.FirstDiff(a[i].JSON, b[i].JSON, "committed", "generated"))
 			}
 		}
 	}

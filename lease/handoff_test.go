@@ -11,19 +11,6 @@ import (
 	"github.com/snowchaos/snowchaos/lease/leasetest"
 )
 
-// offsetClock reads a base clock with its wall shifted by off.
-type offsetClock struct {
-	base *leasetest.Clock
-	off  time.Duration
-}
-
-func (c offsetClock) Now() (int64, int64) {
-	w, m := c.base.Now()
-	return w + int64(c.off), m
-}
-
-func (c offsetClock) Sleep(d time.Duration) { c.base.Sleep(d) }
-
 // node is a generator wired to a Keeper the way snowchaos serve wires it.
 func node(t *testing.T, reg lease.Registry, holder string, clock generator.Clock, disableGuard bool) (*lease.Keeper, *generator.Generator) {
 	t.Helper()
@@ -83,7 +70,7 @@ func TestHandoffToNodeBehind(t *testing.T) {
 				t.Fatal(err)
 			}
 			clock.Advance(5 * time.Millisecond)
-			kb, gb := node(t, reg, "node-b", offsetClock{clock, -20 * time.Millisecond}, tc.disable)
+			kb, gb := node(t, reg, "node-b", clock.Offset(-20*time.Millisecond), tc.disable)
 			defer kb.Release(context.Background())
 			first, err := gb.Next()
 			if tc.disable {

@@ -106,7 +106,7 @@ func newFleet(t *testing.T, peers ...time.Duration) *fleet {
 	f.mem = lease.NewMemory(f.clock)
 	for i, off := range peers {
 		k, err := lease.NewKeeper(lease.KeeperConfig{Registry: f.mem, Holder: fmt.Sprintf("peer-%d", i), Range: lease.Range{Min: 0, Max: 7},
-			Prefer: []int64{int64(i + 1)}, TTL: ttl, Clock: offsetClock{f.clock, off}, PeerClockMaxSkew: -1})
+			Prefer: []int64{int64(i + 1)}, TTL: ttl, Clock: f.clock.Offset(off), PeerClockMaxSkew: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func (f *fleet) newcomer(off time.Duration, mutate func(*lease.KeeperConfig)) (*
 	f.t.Helper()
 	var events []lease.Event
 	cfg := lease.KeeperConfig{Registry: f.mem, Holder: "late", Range: lease.Range{Min: 0, Max: 7}, Prefer: []int64{0}, TTL: ttl,
-		Clock: offsetClock{f.clock, off}, OnChange: func(e lease.Event) { events = append(events, e) }}
+		Clock: f.clock.Offset(off), OnChange: func(e lease.Event) { events = append(events, e) }}
 	if mutate != nil {
 		mutate(&cfg)
 	}

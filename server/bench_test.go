@@ -54,20 +54,28 @@ func handlerLoop(b *testing.B, h fasthttp.RequestHandler, path string) func(n in
 	}
 }
 
+// benchServer returns a Server with the default config over a fresh
+// generator for node 1, closed at the end of the benchmark.
+func benchServer(b *testing.B) *Server {
+	b.Helper()
+	gen, err := generator.New(generator.Settings{Node: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { gen.Close() })
+	srv, err := New(Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv
+}
+
 // BenchmarkRouteID runs the node's whole request path for GET /v1/id
 // (routing, metrics, the generator, the body) without a network, against
 // a handler answering a constant with the same headers: the difference is
 // what the node adds to a bare fasthttp server per request.
 func BenchmarkRouteID(b *testing.B) {
-	gen, err := generator.New(generator.Settings{Node: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer gen.Close()
-	srv, err := New(Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := benchServer(b)
 	body := []byte("7230000000000000001\n")
 	constant := func(c *fasthttp.RequestCtx) { setBody(c, ctText, body) }
 	pair(b, "constant", 256, handlerLoop(b, constant, "/v1/id"), handlerLoop(b, srv.main, "/v1/id"))
@@ -151,15 +159,7 @@ func loopback(b *testing.B, addr string) func(n int) {
 // (x-fasthttp). Client and servers share the process, so the ratio
 // understates the node's: it is a quick check, loadbench the measure.
 func BenchmarkLoopbackID(b *testing.B) {
-	gen, err := generator.New(generator.Settings{Node: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer gen.Close()
-	srv, err := New(Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv := benchServer(b)
 	node := strings.TrimPrefix(serveOn(b, srv), "http://")
 	body := []byte("7230000000000000001\n")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

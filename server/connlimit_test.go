@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -29,22 +28,10 @@ func serveLimited(t *testing.T, max int) (*Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln, nil) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		gen.Close()
-	})
+	t.Cleanup(func() { gen.Close() }) // after Serve returned (cleanups run last first)
+	base := serveOn(t, srv)
 	testenv.WaitFor(t, 10*time.Second, func() bool { return srv.lim.Load() != nil }, "Serve did not start")
-	return srv, ln.Addr().String()
+	return srv, strings.TrimPrefix(base, "http://")
 }
 
 // rawGet sends GET path on c and reads the response.

@@ -43,6 +43,20 @@ type node struct {
 // the test (Serve must then return nil) and returns its base URL.
 func serveOn(t testing.TB, srv *Server) string {
 	t.Helper()
+	base, stop := serveStoppable(t, srv)
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return base
+}
+
+// serveStoppable serves srv with Serve on a loopback listener and returns
+// its base URL and stop, which cancels Serve and returns what it returned
+// (called again, the same).
+func serveStoppable(t testing.TB, srv *Server) (string, func() error) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -50,13 +64,11 @@ func serveOn(t testing.TB, srv *Server) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln, nil) }()
-	t.Cleanup(func() {
+	stop := sync.OnceValue(func() error {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
+		return <-done
 	})
-	return "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String(), stop
 }
 
 // newNode serves a fresh generator with Serve (httptest with Handler
@@ -680,14 +692,7 @@ func TestGracefulShutdownLosesNoID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln, nil) }()
-	base := "http://" + ln.Addr().String()
+	base, stop := serveStoppable(t, srv)
 
 	var (
 		mu       sync.Mutex
@@ -738,8 +743,7 @@ func TestGracefulShutdownLosesNoID(t *testing.T) {
 		}()
 	}
 	testenv.Eventually(context.Background(), 10*time.Second, func() bool { return received.Load() >= 20000 })
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
 	wg.Wait()

@@ -15,35 +15,25 @@ const EPOCH = BigInt(EPOCH_MS);
 // millisecond increments the sequence and, when it wraps past 4095, spins
 // to the next millisecond; resets the sequence on a new millisecond.
 function mvp(worker) {
-  const w = BigInt(worker);
-  let last = -1n;
-  let seq = 0n;
-  return () => {
-    let now = BigInt(Date.now()) - EPOCH;
-    if (now < last) {
-      throw new Error(`clock moved backwards by ${last - now} ms`);
-    }
-    if (now === last) {
-      seq = (seq + 1n) & 4095n;
-      if (seq === 0n) {
-        while (now <= last) now = BigInt(Date.now()) - EPOCH;
-      }
-    } else {
-      seq = 0n;
-    }
-    last = now;
-    return ((now << 22n) | (w << 12n) | seq).toString();
-  };
+  return snowflake(worker, true);
 }
 
 // broken is mvp without the regression check: a clock that goes back is
 // taken for a new millisecond (sequence reset), deliberately wrong.
 function broken(worker) {
+  return snowflake(worker, false);
+}
+
+// snowflake is mvp, with the regression check only when checkBack is set.
+function snowflake(worker, checkBack) {
   const w = BigInt(worker);
   let last = -1n;
   let seq = 0n;
   return () => {
     let now = BigInt(Date.now()) - EPOCH;
+    if (checkBack && now < last) {
+      throw new Error(`clock moved backwards by ${last - now} ms`);
+    }
     if (now === last) {
       seq = (seq + 1n) & 4095n;
       if (seq === 0n) {

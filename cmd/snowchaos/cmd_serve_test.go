@@ -278,6 +278,20 @@ func TestServePostgresLease(t *testing.T) {
 	schema := fmt.Sprintf("serve_lease_%d", time.Now().UnixNano())
 	t.Cleanup(func() { conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
 	args := []string{"--listen", "127.0.0.1:0", "--lease", dsn, "--lease-schema", schema, "--worker", "3", "--lease-ttl", "3s", "--holder", "node-x"}
+	serveTwoHolders(t, args)
+	var held int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM "+schema+".worker_leases WHERE leased_until > now()").Scan(&held); err != nil || held != 0 {
+		t.Fatalf("leases still held after shutdown: %d (%v)", held, err)
+	}
+}
+
+// serveTwoHolders starts serve with args, which ask for worker 3 and end
+// with "--holder", "node-x", checks that it got 3 and issues, then starts a
+// second node with another identity ("node-y") preferring the same worker
+// ID, which must be granted another one (the lease prevents the clone),
+// and stops both cleanly.
+func serveTwoHolders(t *testing.T, args []string) {
+	t.Helper()
 	url, stop, stderr := startServe(t, args...)
 	c := &server.Client{BaseURL: url}
 	info, err := c.Info(context.Background())
@@ -287,8 +301,6 @@ func TestServePostgresLease(t *testing.T) {
 	if _, err := c.IDs(context.Background(), 10); err != nil {
 		t.Fatal(err)
 	}
-	// A second node with another identity preferring the same worker ID
-	// is granted another one: the lease prevents the clone.
 	url2, stop2, stderr2 := startServe(t, append(args[:len(args)-1:len(args)-1], "node-y")...)
 	info2, err := (&server.Client{BaseURL: url2}).Info(context.Background())
 	if err != nil || info2.Node == 3 {
@@ -299,10 +311,6 @@ func TestServePostgresLease(t *testing.T) {
 	}
 	if code := stop(); code != exitOK {
 		t.Fatalf("exit %d:\n%s", code, stderr)
-	}
-	var held int
-	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM "+schema+".worker_leases WHERE leased_until > now()").Scan(&held); err != nil || held != 0 {
-		t.Fatalf("leases still held after shutdown: %d (%v)", held, err)
 	}
 }
 

@@ -287,24 +287,27 @@ func printReport(w io.Writer, rep sink.Report, expect uint64, code int) {
 	fmt.Fprintf(w, "verdict: %s (exit %d)\n", verdictWord(code), code)
 }
 
+// verifyReport is the --json report verify prints last.
+type verifyReport struct {
+	Kind              string   `json:"kind"`
+	IDs               uint64   `json:"ids"`
+	Unique            uint64   `json:"unique"`
+	Batches           int      `json:"batches"`
+	Duplicates        uint64   `json:"duplicates"`
+	OrderViolations   uint64   `json:"order_violations"`
+	RestartViolations uint64   `json:"restart_violations"`
+	BadLines          uint64   `json:"bad_lines"`
+	ExpectIDs         uint64   `json:"expect_ids"`
+	MaxLeadNs         int64    `json:"max_lead_ns"`
+	MaxLagNs          int64    `json:"max_lag_ns"`
+	Errors            []string `json:"errors"`
+	DuplicateIDs      []string `json:"duplicate_ids"`
+	Verdict           string   `json:"verdict"`
+	Exit              int      `json:"exit"`
+}
+
 func printJSONReport(w io.Writer, rep sink.Report, expect uint64, code int) {
-	out := struct {
-		Kind              string   `json:"kind"`
-		IDs               uint64   `json:"ids"`
-		Unique            uint64   `json:"unique"`
-		Batches           int      `json:"batches"`
-		Duplicates        uint64   `json:"duplicates"`
-		OrderViolations   uint64   `json:"order_violations"`
-		RestartViolations uint64   `json:"restart_violations"`
-		BadLines          uint64   `json:"bad_lines"`
-		ExpectIDs         uint64   `json:"expect_ids"`
-		MaxLeadNs         int64    `json:"max_lead_ns"`
-		MaxLagNs          int64    `json:"max_lag_ns"`
-		Errors            []string `json:"errors"`
-		DuplicateIDs      []string `json:"duplicate_ids"`
-		Verdict           string   `json:"verdict"`
-		Exit              int      `json:"exit"`
-	}{Kind: rep.Result.Kind.String(), IDs: rep.IDs, Unique: rep.Result.Unique, Batches: rep.Batches, Duplicates: rep.Duplicates,
+	out := verifyReport{Kind: rep.Result.Kind.String(), IDs: rep.IDs, Unique: rep.Result.Unique, Batches: rep.Batches, Duplicates: rep.Duplicates,
 		OrderViolations: rep.OrderViolations, RestartViolations: rep.RestartViolations, BadLines: rep.BadLines, ExpectIDs: expect,
 		MaxLeadNs: int64(rep.Result.Lead.Max), MaxLagNs: int64(rep.Result.Lag.Max),
 		Errors: []string{}, DuplicateIDs: []string{}, Verdict: verdictWord(code), Exit: code}

@@ -13,22 +13,6 @@ import (
 	"github.com/snowchaos/snowchaos/internal/testenv"
 )
 
-// verifyReport is the --json report.
-type verifyReport struct {
-	Kind              string   `json:"kind"`
-	IDs               uint64   `json:"ids"`
-	Unique            uint64   `json:"unique"`
-	Batches           int      `json:"batches"`
-	Duplicates        uint64   `json:"duplicates"`
-	OrderViolations   uint64   `json:"order_violations"`
-	RestartViolations uint64   `json:"restart_violations"`
-	BadLines          uint64   `json:"bad_lines"`
-	Errors            []string `json:"errors"`
-	DuplicateIDs      []string `json:"duplicate_ids"`
-	Verdict           string   `json:"verdict"`
-	Exit              int      `json:"exit"`
-}
-
 // parseReport reads the JSON report that ends verify's output.
 func parseReport(t *testing.T, out string) verifyReport {
 	t.Helper()

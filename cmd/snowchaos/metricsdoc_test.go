@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -73,26 +72,8 @@ func TestMetricsReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from what the commands serve (run make docs and review the diff):\n%s", metricsDoc, firstDiff(want, got))
+		t.Fatalf("%s differs from what the commands serve (run make docs and review the diff):\n%s", metricsDoc, testenv.FirstDiff(want, got, "file", "now"))
 	}
-}
-
-// firstDiff shows the first differing line of two texts.
-func firstDiff(a, b []byte) string {
-	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-	for i := 0; i < max(len(al), len(bl)); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			return fmt.Sprintf("line %d:\n  file: %s\n  now:  %s", i+1, x, y)
-		}
-	}
-	return ""
 }
 
 // scrape parses url's text exposition, without the Go runtime and process

@@ -14,7 +14,6 @@ import (
 	"github.com/snowchaos/snowchaos/lease"
 	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
 	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
-	"github.com/snowchaos/snowchaos/server"
 )
 
 // zkURL starts a ZooKeeper server and returns a zk:// URL with a root of
@@ -45,26 +44,7 @@ func zkURL(t *testing.T) string {
 func TestServeZooKeeperLease(t *testing.T) {
 	u := zkURL(t)
 	args := []string{"--listen", "127.0.0.1:0", "--lease", u, "--worker", "3", "--lease-ttl", "3s", "--holder", "node-x"}
-	url, stop, stderr := startServe(t, args...)
-	c := &server.Client{BaseURL: url}
-	info, err := c.Info(context.Background())
-	if err != nil || info.Node != 3 {
-		t.Fatalf("info %+v %v", info, err)
-	}
-	if _, err := c.IDs(context.Background(), 10); err != nil {
-		t.Fatal(err)
-	}
-	url2, stop2, stderr2 := startServe(t, append(args[:len(args)-1:len(args)-1], "node-y")...)
-	info2, err := (&server.Client{BaseURL: url2}).Info(context.Background())
-	if err != nil || info2.Node == 3 {
-		t.Fatalf("second holder got worker %d (%v), want another than 3", info2.Node, err)
-	}
-	if code := stop2(); code != exitOK {
-		t.Fatalf("exit %d:\n%s", code, stderr2)
-	}
-	if code := stop(); code != exitOK {
-		t.Fatalf("exit %d:\n%s", code, stderr)
-	}
+	serveTwoHolders(t, args)
 	servers, root, err := zkurl.Parse(u)
 	if err != nil {
 		t.Fatal(err)

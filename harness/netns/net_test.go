@@ -54,17 +54,7 @@ func echo(t *testing.T, h *Host) string {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); io.Copy(c, c) }()
-		}
-	}()
-	return ln.Addr().String()
+	return testenv.ServeEcho(t, ln)
 }
 
 // reach reports whether from can open a connection to addr and get an

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/snowchaos/snowchaos/harness/proclog"
 )
 
 // Server is a lease store's server process running on a host: a
@@ -36,7 +38,7 @@ type Server struct {
 	cmd    *exec.Cmd
 	dir    string
 	exited chan struct{}
-	log    *logTail
+	log    *proclog.Tail
 
 	closeOnce sync.Once
 	closeErr  error
@@ -172,7 +174,7 @@ func StartEtcd(ctx context.Context, h *Host, bin string) (*Server, error) {
 // /health answers from the host.
 func (s *Server) start(ctx context.Context, readyLine string) error {
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	s.log = &logTail{}
+	s.log = &proclog.Tail{}
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
 		return err
@@ -292,25 +294,3 @@ func (s *Server) close() error {
 
 // Log returns the last lines the server wrote.
 func (s *Server) Log() string { return s.log.String() }
-
-// logTail keeps the last 8 KiB written to it.
-type logTail struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *logTail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 8<<10 {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-8<<10:]...)
-	}
-	return len(p), nil
-}
-
-func (t *logTail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}

@@ -109,3 +109,16 @@ func TestListenAddr(t *testing.T) {
 		t.Fatalf("addr %q without a listening line", a)
 	}
 }
+
+func TestFirstDiff(t *testing.T) {
+	for _, tc := range []struct{ a, b, want string }{
+		{"x\ny\n", "x\ny\n", ""},
+		{"x\ny\nz", "x\nY\nz", "line 2:\n  file: y\n  now:  Y"},
+		{"x\n", "x\ny", "line 2:\n  file: \n  now:  y"},
+		{"x\ny", "x", "line 2:\n  file: y\n  now:  "},
+	} {
+		if got := FirstDiff([]byte(tc.a), []byte(tc.b), "file", "now"); got != tc.want {
+			t.Errorf("FirstDiff(%q, %q) = %q, want %q", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

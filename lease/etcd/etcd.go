@@ -255,46 +255,27 @@ func (r *Registry) Acquire(ctx context.Context, req lease.Request) (lease.Lease,
 }
 
 // choose picks a worker ID as lease.Registry.Acquire documents (-1: none)
-// and lists the live leases in the range.
+// and lists the live leases in the range. The most recent own mark wins
+// among the holder's; the oldest mark (smallest mod revision) is the
+// longest expired.
 func choose(slots map[int64]*slot, req lease.Request) (int64, []lease.Lease) {
-	var (
-		own, fresh, old int64 = -1, -1, -1
-		held            []lease.Lease
-	)
+	var held []lease.Lease
 	for id := req.Range.Min; id <= req.Range.Max; id++ {
-		s := slots[id]
-		switch {
-		case s == nil || (s.live == nil && s.markKV == nil):
-			if fresh < 0 {
-				fresh = id
-			}
-		case s.live != nil:
+		if s := slots[id]; s != nil && s.live != nil {
 			held = append(held, lease.Lease{WorkerID: id, Holder: s.holder, Token: s.live.CreateRevision, LastIssuedMs: s.mark.LastIssuedMs})
-		case s.mark.Holder == req.Holder:
-			if own < 0 || s.markKV.ModRevision > slots[own].markKV.ModRevision {
-				own = id
-			}
-		default:
-			if old < 0 || s.markKV.ModRevision < slots[old].markKV.ModRevision {
-				old = id
-			}
 		}
 	}
-	pick := own
-	for _, p := range req.Prefer {
-		if pick >= 0 {
-			break
+	pick := req.Pick(func(id int64) lease.Slot {
+		s := slots[id]
+		if s == nil {
+			return lease.Slot{}
 		}
-		if s := slots[p]; req.Range.Contains(p) && (s == nil || s.live == nil) {
-			pick = p
+		out := lease.Slot{Live: s.live != nil, Used: s.markKV != nil, Holder: s.mark.Holder}
+		if s.markKV != nil {
+			out.Seq = s.markKV.ModRevision
 		}
-	}
-	if pick < 0 {
-		pick = fresh
-	}
-	if pick < 0 {
-		pick = old
-	}
+		return out
+	})
 	return pick, held
 }
 

@@ -219,7 +219,7 @@ func waitFor(t *testing.T, k *lease.Keeper, what string, d time.Duration, cond f
 
 func newKeeper(t *testing.T, reg lease.Registry, ttl time.Duration, events chan lease.Event) (*lease.Keeper, lease.Lease) {
 	t.Helper()
-	k, err := lease.NewKeeper(lease.KeeperConfig{
+	return leasetest.StartKeeper(t, lease.KeeperConfig{
 		Registry:    reg,
 		Holder:      "node-etcd",
 		Range:       lease.Range{Min: 0, Max: 3},
@@ -228,16 +228,6 @@ func newKeeper(t *testing.T, reg lease.Registry, ttl time.Duration, events chan 
 		MaxFailures: 1000, // let the validity margin close the fence
 		OnChange:    func(e lease.Event) { events <- e },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	l, err := k.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k, l
 }
 
 var clock = generator.SystemClock()

@@ -335,7 +335,7 @@ func TestSync(t *testing.T) {
 func TestPeerCheckMetrics(t *testing.T) {
 	r := newRig(t)
 	peer, err := lease.NewKeeper(lease.KeeperConfig{Registry: r.mem, Holder: "peer", Range: lease.Range{Min: 1, Max: 1}, TTL: ttl,
-		Clock: offsetClock{r.clock, 300 * time.Millisecond}})
+		Clock: r.clock.Offset(300 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestPeerCheckMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(lc)
 	late, err := leaseobs.New(lc.MustNode(""), "late").NewKeeper(lease.KeeperConfig{Registry: r.mem, Holder: "late", Range: lease.Range{Min: 0, Max: 3},
-		TTL: ttl, Clock: offsetClock{r.clock, -5 * time.Second}})
+		TTL: ttl, Clock: r.clock.Offset(-5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,16 +374,3 @@ func TestPeerCheckMetrics(t *testing.T) {
 		}
 	}
 }
-
-// offsetClock reads a base clock with its wall shifted by off.
-type offsetClock struct {
-	base *leasetest.Clock
-	off  time.Duration
-}
-
-func (c offsetClock) Now() (int64, int64) {
-	w, m := c.base.Now()
-	return w + int64(c.off), m
-}
-
-func (c offsetClock) Sleep(d time.Duration) { c.base.Sleep(d) }

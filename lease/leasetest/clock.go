@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/snowchaos/snowchaos/generator"
 )
 
 // Clock is a manual generator.Clock for tests: time moves only when
@@ -94,3 +96,20 @@ func (c *Clock) NextDeadline() (time.Duration, bool) {
 	sort.Slice(ws, func(i, j int) bool { return ws[i].until < ws[j].until })
 	return time.Duration(ws[0].until - c.mu.mono), true
 }
+
+// Offset returns a generator.Clock reading c with its wall shifted by off
+// (a node whose clock is off by off); it sleeps on c.
+func (c *Clock) Offset(off time.Duration) generator.Clock { return offsetClock{c, off} }
+
+// offsetClock reads a Clock with its wall shifted by off.
+type offsetClock struct {
+	base *Clock
+	off  time.Duration
+}
+
+func (c offsetClock) Now() (int64, int64) {
+	w, m := c.base.Now()
+	return w + int64(c.off), m
+}
+
+func (c offsetClock) Sleep(d time.Duration) { c.base.Sleep(d) }

@@ -67,7 +67,7 @@ func CrashHandoff(t *testing.T, b Backend, clock *Clock, ttl time.Duration, mark
 	rep.LastAMs = generator.DefaultLayout().Decode(rep.LastA).Time.UnixMilli()
 	// A crashes here: its generator and keeper are dropped as they are.
 
-	kb := newCrashKeeper(t, b.Registry, "node-b", offsetClock{clock, -CrashBehind}, ttl, false)
+	kb := newCrashKeeper(t, b.Registry, "node-b", clock.Offset(-CrashBehind), ttl, false)
 	t.Cleanup(func() { kb.Release(context.Background()) })
 	var lb lease.Lease
 	eventually(t, b, ttl/4, "the crashed holder's lease to expire", func() bool {
@@ -140,16 +140,3 @@ func crashGenerator(t *testing.T, k *lease.Keeper, l lease.Lease) *generator.Gen
 	}
 	return g
 }
-
-// offsetClock reads a base clock with its wall shifted by off.
-type offsetClock struct {
-	base *Clock
-	off  time.Duration
-}
-
-func (c offsetClock) Now() (int64, int64) {
-	w, m := c.base.Now()
-	return w + int64(c.off), m
-}
-
-func (c offsetClock) Sleep(d time.Duration) { c.base.Sleep(d) }

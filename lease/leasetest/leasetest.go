@@ -86,6 +86,21 @@ func mustAcquire(t *testing.T, reg lease.Registry, rq lease.Request) lease.Lease
 	return l
 }
 
+// tryAcquire asks reg for a lease: true with it when granted, false when
+// every worker ID is taken (ErrAllTaken); any other error fails t.
+func tryAcquire(t *testing.T, reg lease.Registry, rq lease.Request) (lease.Lease, bool) {
+	t.Helper()
+	l, err := reg.Acquire(ctxT(t), rq)
+	switch {
+	case err == nil:
+		return l, true
+	case errors.Is(err, lease.ErrAllTaken):
+		return lease.Lease{}, false
+	}
+	t.Fatalf("Acquire: %v", err)
+	return lease.Lease{}, false
+}
+
 func testAcquireRenewRelease(t *testing.T, h Harness, b Backend) {
 	reg, long := b.Registry, 100*h.TTL
 	r := lease.Range{Min: 3, Max: 6}
@@ -260,16 +275,11 @@ func testExpiry(t *testing.T, h Harness, b Backend) {
 	}
 	var got lease.Lease
 	eventually(t, b, h.TTL/4, "node-b to take the expired worker", func() bool {
-		l, err := reg.Acquire(ctxT(t), req("node-b", r, 100*h.TTL))
-		switch {
-		case err == nil:
+		l, ok := tryAcquire(t, reg, req("node-b", r, 100*h.TTL))
+		if ok {
 			got = l
-			return true
-		case errors.Is(err, lease.ErrAllTaken):
-			return false
 		}
-		t.Fatalf("Acquire: %v", err)
-		return false
+		return ok
 	})
 	if got.WorkerID != 9 || got.Token <= a.Token {
 		t.Errorf("takeover got worker %d token %d, want 9 with token above %d", got.WorkerID, got.Token, a.Token)
@@ -529,16 +539,11 @@ func testRecordSurvivesCrash(t *testing.T, h Harness, b Backend) {
 		case !errors.Is(err, lease.ErrLost):
 			t.Fatalf("Record: %v", err)
 		}
-		l, err := reg.Acquire(ctxT(t), req("node-b", r, 100*h.TTL))
-		switch {
-		case err == nil:
+		l, ok := tryAcquire(t, reg, req("node-b", r, 100*h.TTL))
+		if ok {
 			got = l
-			return true
-		case errors.Is(err, lease.ErrAllTaken):
-			return false
 		}
-		t.Fatalf("Acquire: %v", err)
-		return false
+		return ok
 	})
 	if recorded == 0 {
 		t.Errorf("no Record succeeded while the lease was held")

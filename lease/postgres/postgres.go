@@ -292,7 +292,7 @@ func (r *Registry) Renew(ctx context.Context, l lease.Lease, lastIssuedMs int64)
 		return lease.Lease{}, lease.Unavailable(err)
 	}
 	if len(got) == 0 {
-		return lease.Lease{}, fmt.Errorf("%w: worker %d token %d", lease.ErrLost, l.WorkerID, l.Token)
+		return lease.Lease{}, lost(l)
 	}
 	got[0].TTL = l.TTL
 	return got[0], nil
@@ -301,26 +301,30 @@ func (r *Registry) Renew(ctx context.Context, l lease.Lease, lastIssuedMs int64)
 // Record implements lease.Registry: one UPDATE fenced by the holder, the
 // token and the store's now().
 func (r *Registry) Record(ctx context.Context, l lease.Lease, lastIssuedMs int64) error {
-	tag, err := r.pool.Exec(ctx, r.q.record, l.WorkerID, l.Holder, l.Token, lastIssuedMs)
-	if err != nil {
-		return lease.Unavailable(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: worker %d token %d", lease.ErrLost, l.WorkerID, l.Token)
-	}
-	return nil
+	return r.fenced(ctx, r.q.record, l, lastIssuedMs)
 }
 
 // Release implements lease.Registry.
 func (r *Registry) Release(ctx context.Context, l lease.Lease, lastIssuedMs int64) error {
-	tag, err := r.pool.Exec(ctx, r.q.release, l.WorkerID, l.Holder, l.Token, lastIssuedMs)
+	return r.fenced(ctx, r.q.release, l, lastIssuedMs)
+}
+
+// fenced runs the UPDATE q for l (worker ID, holder, token, lastIssuedMs:
+// $1 to $4), fenced in its WHERE by them; no row changed is ErrLost.
+func (r *Registry) fenced(ctx context.Context, q string, l lease.Lease, lastIssuedMs int64) error {
+	tag, err := r.pool.Exec(ctx, q, l.WorkerID, l.Holder, l.Token, lastIssuedMs)
 	if err != nil {
 		return lease.Unavailable(err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: worker %d token %d", lease.ErrLost, l.WorkerID, l.Token)
+		return lost(l)
 	}
 	return nil
+}
+
+// lost is the ErrLost for l.
+func lost(l lease.Lease) error {
+	return fmt.Errorf("%w: worker %d token %d", lease.ErrLost, l.WorkerID, l.Token)
 }
 
 // List implements lease.Registry. Report ages are the server's

@@ -11,6 +11,7 @@ import (
 	"github.com/snowchaos/snowchaos/internal/testenv"
 	"github.com/snowchaos/snowchaos/internal/testenv/zktest"
 	"github.com/snowchaos/snowchaos/lease"
+	"github.com/snowchaos/snowchaos/lease/leasetest"
 	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
 )
 
@@ -30,22 +31,13 @@ func wallNow() time.Time { w, _ := clock.Now(); return time.Unix(0, w) }
 // newKeeper starts a Keeper on reg over worker IDs [0,3].
 func newKeeper(t *testing.T, reg lease.Registry) (*lease.Keeper, lease.Lease) {
 	t.Helper()
-	k, err := lease.NewKeeper(lease.KeeperConfig{
+	k, l := leasetest.StartKeeper(t, lease.KeeperConfig{
 		Registry:    reg,
 		Holder:      "node-zk",
 		Range:       lease.Range{Min: 0, Max: 3},
 		TTL:         faultTTL,
 		MaxFailures: 1000, // let the validity margin, not the failure count, close the fence
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	l, err := k.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := k.Check(mono()); err != nil {
 		t.Fatalf("fence closed right after acquiring: %v", err)
 	}

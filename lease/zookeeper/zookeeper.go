@@ -401,41 +401,17 @@ func (r *Registry) Acquire(ctx context.Context, req lease.Request) (lease.Lease,
 // The most recent own mark wins among the holder's; the oldest mark
 // (smallest mzxid) is the longest expired.
 func choose(slots map[int64]*slot, req lease.Request) int64 {
-	own, fresh, old := int64(-1), int64(-1), int64(-1)
-	for id := req.Range.Min; id <= req.Range.Max; id++ {
+	return req.Pick(func(id int64) lease.Slot {
 		s := slots[id]
-		switch {
-		case s != nil && s.live:
-		case !s.used():
-			if fresh < 0 {
-				fresh = id
-			}
-		case s.mark.Holder == req.Holder:
-			if own < 0 || s.mstat.Mzxid > slots[own].mstat.Mzxid {
-				own = id
-			}
-		default:
-			if old < 0 || s.mstat.Mzxid < slots[old].mstat.Mzxid {
-				old = id
-			}
+		if s == nil {
+			return lease.Slot{}
 		}
-	}
-	pick := own
-	for _, p := range req.Prefer {
-		if pick >= 0 {
-			break
+		out := lease.Slot{Live: s.live, Used: s.used(), Holder: s.mark.Holder}
+		if s.mstat != nil {
+			out.Seq = s.mstat.Mzxid
 		}
-		if s := slots[p]; req.Range.Contains(p) && (s == nil || !s.live) {
-			pick = p
-		}
-	}
-	if pick < 0 {
-		pick = fresh
-	}
-	if pick < 0 {
-		pick = old
-	}
-	return pick
+		return out
+	})
 }
 
 // allTaken reads the live leases in rg for an *AllTakenError.

@@ -18,6 +18,7 @@
 package fleet
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -139,33 +140,15 @@ type Config struct {
 // WithDefaults returns c with every zero field set to its default, or an
 // error naming a field out of range.
 func (c Config) WithDefaults() (Config, error) {
-	if c.Namespace == "" {
-		c.Namespace = DefaultNamespace
-	}
-	if c.Name == "" {
-		c.Name = DefaultName
-	}
-	if c.Image == "" {
-		c.Image = DefaultImage
-	}
-	if c.Replicas == 0 {
-		c.Replicas = DefaultReplicas
-	}
-	if c.Store == "" {
-		c.Store = StorePostgres
-	}
-	if c.Policy == "" {
-		c.Policy = DefaultPolicy
-	}
-	if c.MaxWait == 0 {
-		c.MaxWait = DefaultMaxWait
-	}
-	if c.LeaseTTL == 0 {
-		c.LeaseTTL = lease.DefaultTTL
-	}
-	if c.Storage == "" {
-		c.Storage = DefaultStorage
-	}
+	c.Namespace = cmp.Or(c.Namespace, DefaultNamespace)
+	c.Name = cmp.Or(c.Name, DefaultName)
+	c.Image = cmp.Or(c.Image, DefaultImage)
+	c.Replicas = cmp.Or(c.Replicas, DefaultReplicas)
+	c.Store = cmp.Or(c.Store, StorePostgres)
+	c.Policy = cmp.Or(c.Policy, DefaultPolicy)
+	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, lease.DefaultTTL)
+	c.Storage = cmp.Or(c.Storage, DefaultStorage)
 	switch {
 	case c.Replicas < 1 || c.Replicas > MaxReplicas:
 		return c, fmt.Errorf("fleet: replicas %d is outside [1, %d]", c.Replicas, MaxReplicas)

@@ -24,6 +24,7 @@ import (
 	"github.com/snowchaos/snowchaos/harness/extclock"
 	"github.com/snowchaos/snowchaos/harness/extclock/faketime"
 	"github.com/snowchaos/snowchaos/harness/extclock/goclock"
+	"github.com/snowchaos/snowchaos/harness/proclog"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/verify"
@@ -63,7 +64,7 @@ var _ target.WideNode = (*node)(nil)
 type proc struct {
 	cmd    *osexec.Cmd
 	exited chan struct{}
-	stderr tail
+	stderr proclog.Tail
 	port   int
 	// stdio
 	io  sync.Mutex // one request at a time
@@ -112,7 +113,7 @@ func (n *node) Start(ctx context.Context) error {
 	cmd.Dir, cmd.Env = n.x.Dir, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its children die with it
 	p := &proc{cmd: cmd, exited: make(chan struct{}), port: port}
-	p.stderr.prefix = "[" + n.spec.Host + "] "
+	p.stderr.Prefix = "[" + n.spec.Host + "] "
 	cmd.Stderr = &p.stderr
 	var stdout io.ReadCloser
 	if n.x.Protocol == scenario.ProtocolStdio {
@@ -534,31 +535,6 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tail keeps the last 8 KiB written to it.
-type tail struct {
-	mu     sync.Mutex
-	buf    []byte
-	prefix string
-}
-
-// Write implements io.Writer.
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 8<<10 {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-8<<10:]...)
-	}
-	return len(p), nil
-}
-
-// String returns what was kept.
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }
 
 // buildCache builds each Go package once per process: the program

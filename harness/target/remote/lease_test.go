@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/internal/testenv"
@@ -33,31 +32,7 @@ func TestProcessPostgresLease(t *testing.T) {
 	t.Cleanup(func() { p.EndRun(ctx, env.Run) }) // after the deferred Closes, also on failure
 	s := spec("a", 5)
 	s.Lease = dsn
-	a, err := p.Start(ctx, s, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if w := a.Worker(); w != 5 {
-		t.Fatalf("a: worker %d, want its preferred 5", w)
-	}
-	cs := s
-	cs.Name, cs.Host = "a-clone", "a-clone"
-	clone, err := p.Start(ctx, cs, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer clone.Close()
-	if w := clone.Worker(); w == 5 || w < 0 {
-		t.Fatalf("clone: worker %d, want another than a's 5", w)
-	}
-	dst := make([]generator.ID, 20)
-	if n, err := clone.Issue(ctx, dst); n != len(dst) || err != nil {
-		t.Fatalf("clone issue: %d %v", n, err)
-	}
-	if got := generator.DefaultLayout().Decode(dst[0]).Node; got != clone.Worker() {
-		t.Fatalf("clone issued on node %d, reports worker %d", got, clone.Worker())
-	}
+	a, clone := startWithClone(t, p, s, env)
 
 	schema := p.run(env.Run, scenario.LeasePostgres, dsn).schema
 	holders := map[string]int64{}
@@ -85,38 +60,8 @@ func TestProcessPostgresLease(t *testing.T) {
 		}
 	}
 
-	// A graceful restart releases the lease; the node comes back with
-	// the same holder and takes its own worker ID again.
-	if err := a.Stop(ctx, target.StopOptions{Graceful: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if w := a.Worker(); w != 5 {
-		t.Fatalf("a after a graceful restart: worker %d, want its own 5 back", w)
-	}
-	// After a crash (kill -9) its old lease is still live until its TTL:
-	// the store gives it a free worker ID meanwhile, never a held one.
-	if err := a.Stop(ctx, target.StopOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if w := a.Worker(); w < 0 || w == clone.Worker() {
-		t.Fatalf("a after a crash restart: worker %d (clone has %d)", w, clone.Worker())
-	}
-
-	if err := clone.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.EndRun(ctx, env.Run); err != nil {
-		t.Fatal(err)
-	}
+	checkRestarts(t, a, clone, false)
+	closeAndEnd(t, p, env, a, clone)
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil || exists {
 		t.Fatalf("schema %s still there after EndRun (%v)", schema, err)

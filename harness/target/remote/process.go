@@ -22,6 +22,7 @@ import (
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/proclog"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/lease"
@@ -298,7 +299,7 @@ type procNode struct {
 	remote *remote
 	worker int64
 	offset time.Duration // the host clock's offset while no process runs
-	stderr tail
+	stderr proclog.Tail
 	closed bool
 	lease  *procLease // nil: no lease
 	place  Placement  // zero: loopback on this machine's stack
@@ -380,7 +381,7 @@ func (n *procNode) Start(ctx context.Context) error {
 		return err
 	}
 	cmd.Stderr = &n.stderr
-	n.stderr.prefix, n.stderr.out = "["+n.spec.Host+"] ", n.t.Stderr
+	n.stderr.Prefix, n.stderr.Out = "["+n.spec.Host+"] ", n.t.Stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", n.bin, err)
 	}
@@ -563,37 +564,4 @@ func (c procClock) Offset(ctx context.Context) (time.Duration, error) {
 		return off, nil
 	}
 	return r.offset(ctx)
-}
-
-// tail keeps the last 8 KiB written to it and copies lines to out.
-type tail struct {
-	mu     sync.Mutex
-	buf    []byte
-	prefix string
-	out    io.Writer
-}
-
-// Write implements io.Writer.
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 8<<10 {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-8<<10:]...)
-	}
-	if t.out != nil {
-		for _, line := range strings.SplitAfter(string(p), "\n") {
-			if line != "" {
-				io.WriteString(t.out, t.prefix+line)
-			}
-		}
-	}
-	return len(p), nil
-}
-
-// String returns the kept output.
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/internal/testenv"
@@ -35,28 +34,7 @@ func TestProcessZooKeeperLease(t *testing.T) {
 	t.Cleanup(func() { p.EndRun(ctx, env.Run) })
 	s := spec("a", 5)
 	s.Lease, s.LeaseTTL = u, 3*time.Second
-	a, err := p.Start(ctx, s, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if w := a.Worker(); w != 5 {
-		t.Fatalf("a: worker %d, want its preferred 5", w)
-	}
-	cs := s
-	cs.Name, cs.Host = "a-clone", "a-clone"
-	clone, err := p.Start(ctx, cs, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer clone.Close()
-	if w := clone.Worker(); w == 5 || w < 0 {
-		t.Fatalf("clone: worker %d, want another than a's 5", w)
-	}
-	dst := make([]generator.ID, 20)
-	if n, err := clone.Issue(ctx, dst); n != len(dst) || err != nil {
-		t.Fatalf("clone issue: %d %v", n, err)
-	}
+	a, clone := startWithClone(t, p, s, env)
 
 	conn, _, err := zk.Connect([]string{zs.Addr}, 10*time.Second, zk.WithLogInfo(false))
 	if err != nil {
@@ -82,34 +60,8 @@ func TestProcessZooKeeperLease(t *testing.T) {
 		}
 	}
 
-	if err := a.Stop(ctx, target.StopOptions{Graceful: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if w := a.Worker(); w != 5 {
-		t.Fatalf("a after a graceful restart: worker %d, want its own 5 back", w)
-	}
-	if err := a.Stop(ctx, target.StopOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if w := a.Worker(); w < 0 || w == 5 || w == clone.Worker() {
-		t.Fatalf("a after a crash restart: worker %d (its killed session holds 5 until its TTL; the clone has %d)", w, clone.Worker())
-	}
-
-	if err := clone.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.EndRun(ctx, env.Run); err != nil {
-		t.Fatal(err)
-	}
+	checkRestarts(t, a, clone, true)
+	closeAndEnd(t, p, env, a, clone)
 	if ok, _, err := conn.Exists(root); err != nil || ok {
 		t.Fatalf("root %s still there after EndRun (%v)", root, err)
 	}
