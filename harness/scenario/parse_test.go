@@ -515,3 +515,24 @@ invariants: ["duplicates == 0"]
 		t.Errorf("d: %+v", d)
 	}
 }
+
+// TestLeadOwnExpr: max_lead_own is a duration figure over the run or a
+// window, with no percentiles.
+func TestLeadOwnExpr(t *testing.T) {
+	base := "name: x\nduration: 2s\nnodes: [{name: a, worker: 1, policy: logical}]\nload: {rate: 100/s}\nfaults: [{at: 1s, kind: step, by: -50ms}]\n"
+	s, err := Parse("f.yaml", []byte(base+"invariants: [\"max_lead_own <= 1s\", \"max_lead_own < 60ms during step\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := s.Invariants[0]; e.Metric != MetricLeadOwn || e.Value != float64(time.Second) || e.Unit() != UnitDuration {
+		t.Errorf("%+v", e)
+	}
+	if e := s.Invariants[1]; e.During != "step" {
+		t.Errorf("%+v", e)
+	}
+	for _, bad := range []string{"max_lead_own p99 <= 1s", "max_lead_own <= 5"} {
+		if _, err := Parse("f.yaml", []byte(base+"invariants: [\""+bad+"\"]\n")); err == nil || !strings.Contains(err.Error(), "f.yaml:6: invariants[0]") {
+			t.Errorf("%q: %v, want an error naming f.yaml:6: invariants[0]", bad, err)
+		}
+	}
+}
