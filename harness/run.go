@@ -251,10 +251,10 @@ func (r *run) record(c *view, client int, arrive, end time.Duration, ids *idBuf,
 		Outcome:  outcome(err),
 		Wait:     end - arrive,
 	}
-	if sl.host != nil {
+	if c.host != nil {
 		// The node's own clock as the harness's shadow of it reads now,
 		// at the call's end: what max_lead_own is measured against.
-		o.OwnOffset = sl.host.shadow.Offset()
+		o.OwnOffset = c.host.shadow.Offset()
 	}
 	if c.up {
 		o.Stream = uint64(client+1)<<32 | uint64(sl.idx)<<16 | uint64(c.incarnation&0xffff)
