@@ -73,7 +73,7 @@ func ParseLayout(s string) (Layout, error) {
 	}
 	l.Epoch = DefaultEpoch
 	if err := l.Validate(); err != nil {
-		return Layout{}, err
+		return Layout{}, fmt.Errorf("layout %q: %w", s, err)
 	}
 	l.Name = l.describe()
 	return l, nil

@@ -97,7 +97,7 @@ invariants: ["duplicates == 0"]
 		{"syntax", base + "faults: [\n", `invalid YAML`},
 		{"bad policy", strings.Replace(base, "worker: 1}", "worker: 1, policy: wiat}", 1), `3: nodes[0].policy: want wait, refuse or logical, found "wiat" (did you mean "wait"?)`},
 		{"worker range", strings.Replace(base, "worker: 1}", "worker: 1024}", 1), `3: nodes[0].worker: 1024 is out of range [0, 1023]`},
-		{"bad layout", strings.Replace(base, "worker: 1}", "worker: 1, layout: 41/10/13}", 1), `3: nodes[0].layout: generator: invalid layout: TimeBits+NodeBits+SeqBits = 41+10+13 = 64, want 63`},
+		{"bad layout", strings.Replace(base, "worker: 1}", "worker: 1, layout: 41/10/13}", 1), `3: nodes[0].layout: layout "41/10/13": generator: invalid layout: TimeBits+NodeBits+SeqBits = 41+10+13 = 64, want 63`},
 		{"layout word", strings.Replace(base, "worker: 1}", "worker: 1, layout: sonyflak}", 1), `3: nodes[0].layout: generator: invalid layout: "sonyflak" is neither a preset nor T/N/S[@tick]`},
 		{"layout tick", strings.Replace(base, "worker: 1}", "worker: 1, layout: 50/13/0@2h}", 1), `3: nodes[0].layout: generator: invalid layout: tick "2h" in "50/13/0@2h": want a duration within [1µs, 1h0m0s]`},
 		{"layout width", strings.Replace(base, "worker: 1}", "worker: 1, layout: 50/x/13}", 1), `3: nodes[0].layout: generator: invalid layout: node bits "x" in "50/x/13"`},
