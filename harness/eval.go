@@ -83,7 +83,7 @@ func inapplicable(m scenario.Metric, vr verify.Result) string {
 	switch {
 	case (m == scenario.MetricOrder || m == scenario.MetricRestart) && !vr.Ordered:
 		return fmt.Sprintf("%s IDs have no order a generator promises", vr.Kind)
-	case (m == scenario.MetricLead || m == scenario.MetricLag) && !vr.Timed:
+	case (m == scenario.MetricLead || m == scenario.MetricLeadOwn || m == scenario.MetricLag) && !vr.Timed:
 		return fmt.Sprintf("%s IDs embed no time", vr.Kind)
 	}
 	return ""
@@ -168,6 +168,11 @@ func wholeRun(e scenario.Expr, vr verify.Result) (float64, bool, string) {
 			return 0, false, "no IDs issued"
 		}
 		return stat(vr.Lead, e.Stat), true, ""
+	case scenario.MetricLeadOwn:
+		if vr.Lead.Count == 0 {
+			return 0, false, "no IDs issued"
+		}
+		return float64(vr.MaxLeadOwn), true, ""
 	case scenario.MetricLag:
 		if vr.Lag.Count == 0 {
 			return 0, false, "no IDs issued"
@@ -206,6 +211,11 @@ func windowFigure(e scenario.Expr, w verify.WindowResult) (float64, bool, string
 			return 0, false, fmt.Sprintf("no IDs issued during %s", w.Name)
 		}
 		return stat(w.Lead, e.Stat), true, ""
+	case scenario.MetricLeadOwn:
+		if w.Lead.Count == 0 {
+			return 0, false, fmt.Sprintf("no IDs issued during %s", w.Name)
+		}
+		return float64(w.MaxLeadOwn), true, ""
 	case scenario.MetricLag:
 		if w.Lag.Count == 0 {
 			return 0, false, fmt.Sprintf("no IDs issued during %s", w.Name)

@@ -292,10 +292,13 @@ type Figures struct {
 	// MaxWait ... LongestGap are the extremes and 99th percentiles of the
 	// wait per request and the embedded-time lead and lag per ID, and the
 	// longest time a node answered no request.
-	MaxWait    Duration `json:"max_wait_seconds"`
-	P99Wait    Duration `json:"p99_wait_seconds"`
-	MaxLead    Duration `json:"max_lead_seconds"`
-	P99Lead    Duration `json:"p99_lead_seconds"`
+	MaxWait Duration `json:"max_wait_seconds"`
+	P99Wait Duration `json:"p99_wait_seconds"`
+	MaxLead Duration `json:"max_lead_seconds"`
+	P99Lead Duration `json:"p99_lead_seconds"`
+	// MaxLeadOwn is the largest lead over the issuing node's own clock
+	// (the invariant max_lead_own).
+	MaxLeadOwn Duration `json:"max_lead_own_seconds"`
 	MaxLag     Duration `json:"max_lag_seconds"`
 	P99Lag     Duration `json:"p99_lag_seconds"`
 	LongestGap Duration `json:"longest_gap_seconds"`
@@ -344,6 +347,7 @@ type WindowResult struct {
 	Duplicates   uint64   `json:"duplicates"`
 	MaxWait      Duration `json:"max_wait_seconds"`
 	MaxLead      Duration `json:"max_lead_seconds"`
+	MaxLeadOwn   Duration `json:"max_lead_own_seconds"`
 	MaxLag       Duration `json:"max_lag_seconds"`
 }
 
@@ -360,6 +364,7 @@ type NodeResult struct {
 	Availability float64  `json:"availability"`
 	MaxWait      Duration `json:"max_wait_seconds"`
 	MaxLead      Duration `json:"max_lead_seconds"`
+	MaxLeadOwn   Duration `json:"max_lead_own_seconds"`
 }
 
 // DuplicateResult is one ID issued twice.

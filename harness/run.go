@@ -254,6 +254,11 @@ func (r *run) record(c *view, client int, arrive, end time.Duration, ids *idBuf,
 		Outcome:  outcome(err),
 		Wait:     end - arrive,
 	}
+	if c.host != nil {
+		// The node's own clock as the harness's shadow of it reads now,
+		// at the call's end: what max_lead_own is measured against.
+		o.OwnOffset = c.host.shadow.Offset()
+	}
 	if c.up {
 		o.Stream = uint64(client+1)<<32 | uint64(sl.idx)<<16 | uint64(c.incarnation&0xffff)
 	}
@@ -432,6 +437,7 @@ func fillFigures(res *Result, vr verify.Result, startNs int64) {
 	f.Availability = round4(vr.Calls.Availability())
 	f.MaxWait, f.P99Wait = Duration(vr.Wait.Max), Duration(vr.Wait.P99)
 	f.MaxLead, f.P99Lead = Duration(vr.Lead.Max), Duration(vr.Lead.P99)
+	f.MaxLeadOwn = Duration(vr.MaxLeadOwn)
 	f.MaxLag, f.P99Lag = Duration(vr.Lag.Max), Duration(vr.Lag.P99)
 	for _, is := range vr.Issuers {
 		f.LongestGap = max(f.LongestGap, Duration(is.LongestGap))
@@ -439,6 +445,7 @@ func fillFigures(res *Result, vr verify.Result, startNs int64) {
 			Name: is.Name, Incarnation: is.Incarnation, Worker: is.Worker,
 			Requests: is.Calls.Total, IDs: is.IDs, Duplicates: is.Duplicates,
 			Availability: round4(is.Calls.Availability()), MaxWait: Duration(is.MaxWait), MaxLead: Duration(is.MaxLead),
+			MaxLeadOwn: Duration(is.MaxLeadOwn),
 		})
 	}
 	for _, w := range vr.Windows {
@@ -446,7 +453,7 @@ func fillFigures(res *Result, vr verify.Result, startNs int64) {
 			Name: w.Name, Start: Duration(w.Start - startNs), End: Duration(w.End - startNs),
 			Requests: w.Calls.Total, Availability: round4(w.Calls.Availability()),
 			LongestGap: Duration(w.LongestIssuerGap), Duplicates: w.Duplicates,
-			MaxWait: Duration(w.Wait.Max), MaxLead: Duration(w.Lead.Max), MaxLag: Duration(w.Lag.Max),
+			MaxWait: Duration(w.Wait.Max), MaxLead: Duration(w.Lead.Max), MaxLeadOwn: Duration(w.MaxLeadOwn), MaxLag: Duration(w.Lag.Max),
 		})
 	}
 	for _, d := range vr.DuplicateDetails {

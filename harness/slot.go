@@ -52,11 +52,12 @@ type view struct {
 	issuer      verify.IssuerID
 	incarnation int
 	downReason  string
+	host        *hostTruth // the slot's host when published (a handoff moves it)
 }
 
 // publish makes the slot's current state what requests see.
 func (sl *slot) publish() {
-	sl.view.Store(&view{sl: sl, node: sl.node, up: sl.up, alive: sl.alive, issuer: sl.issuer, incarnation: sl.incarnation, downReason: sl.downReason})
+	sl.view.Store(&view{sl: sl, node: sl.node, up: sl.up, alive: sl.alive, issuer: sl.issuer, incarnation: sl.incarnation, downReason: sl.downReason, host: sl.host})
 }
 
 // current returns the slot's published view.

@@ -45,6 +45,11 @@ type Result struct {
 	// RefStart minus the end of its tick (0 when not behind). A generator
 	// in step with reference time scores 0 on both.
 	Lead, Lag Dist
+	// MaxLeadOwn is the largest lead over the issuer's own clock: the
+	// start of an ID's tick minus the call's end as the issuer's clock
+	// read it (Observation.OwnOffset). After a rewind a logical clock's
+	// lead shows here, not in Lead, and its bound applies to this figure.
+	MaxLeadOwn time.Duration
 	// Wait is the distribution of per-call waits; MaxWaitIssuer and
 	// MaxWaitAt say where the longest happened.
 	Wait          Dist
@@ -97,6 +102,8 @@ type WindowResult struct {
 	GapIssuer                    IssuerRef
 	// Lead, Lag and Wait are its distributions (see Result).
 	Lead, Lag, Wait Dist
+	// MaxLeadOwn is its largest lead over the issuer's own clock.
+	MaxLeadOwn time.Duration
 	// Duplicates, OrderViolations and RestartViolations count its findings.
 	Duplicates, OrderViolations, RestartViolations uint64
 }
@@ -113,8 +120,10 @@ type IssuerResult struct {
 	// MinID and MaxID bound its IDs, for ordered kinds (zero Values when
 	// none).
 	MinID, MaxID Value
-	// MaxLead, MaxLag and MaxWait are its extremes (see Result).
+	// MaxLead, MaxLag and MaxWait are its extremes (see Result);
+	// MaxLeadOwn its largest lead over its own clock.
 	MaxLead, MaxLag, MaxWait time.Duration
+	MaxLeadOwn               time.Duration
 	// LongestGap is the longest time between its first and last call in
 	// which none of its calls succeeded.
 	LongestGap time.Duration
@@ -133,6 +142,7 @@ func (v *Verifier) Result() Result {
 		Calls: calls, IDs: t.ids, Duplicates: t.dups, Unique: t.ids - t.dups,
 		OrderViolations: t.order, RestartViolations: t.restv,
 		Lead: t.lead.dist(t.ids), Lag: t.lag.dist(t.ids), Wait: t.wait.dist(calls.Total),
+		MaxLeadOwn:     time.Duration(t.maxLeadOwn),
 		MaxWaitAt:      t.maxWaitAt,
 		OrderDetails:   slices.Clone(v.orderDetails),
 		RestartDetails: slices.Clone(v.restartDetails),
@@ -182,7 +192,7 @@ func (v *Verifier) Result() Result {
 		w := &v.windows[i]
 		wt := v.windowTally(i)
 		wc := wt.callCounts()
-		wr := WindowResult{Window: w.Window, Calls: wc, Lead: wt.lead.dist(wt.ids), Lag: wt.lag.dist(wt.ids), Wait: wt.wait.dist(wc.Total),
+		wr := WindowResult{Window: w.Window, Calls: wc, Lead: wt.lead.dist(wt.ids), Lag: wt.lag.dist(wt.ids), Wait: wt.wait.dist(wc.Total), MaxLeadOwn: time.Duration(wt.maxLeadOwn),
 			Duplicates: wt.dups, OrderViolations: wt.order, RestartViolations: wt.restv}
 		if seen {
 			wr.LongestGap = succ.longestGap(max(w.Start, firstRef), min(w.End, lastRef), v.gapRes)
@@ -200,7 +210,7 @@ func (v *Verifier) Result() Result {
 	r.Bytes = v.bytes()
 	for _, is := range v.issuers {
 		ir := IssuerResult{IssuerRef: is.ref, Calls: is.calls(), IDs: is.ids, Duplicates: is.dups, RestartViolations: is.restViol,
-			MaxLead: time.Duration(is.maxLead), MaxLag: time.Duration(is.maxLag), MaxWait: is.maxWait}
+			MaxLead: time.Duration(is.maxLead), MaxLag: time.Duration(is.maxLag), MaxWait: is.maxWait, MaxLeadOwn: time.Duration(is.maxLeadOw)}
 		switch {
 		case !is.hasIDs:
 		case v.kind == KindSnowflake:

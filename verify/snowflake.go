@@ -78,14 +78,14 @@ func (v *Verifier) observeIDs(is *issuer, o *Observation) Found {
 			}
 		}
 		if t := int64((uint64(id) &^ (1 << 63)) >> clk.shift); t != curTick {
-			if run > 0 && clk.off(curTick, o.RefStart, o.RefEnd) {
+			if run > 0 && clk.off(curTick, o.RefStart, offEnd(o)) {
 				v.leadLag(is, curTick, run, o)
 			}
 			curTick, run = t, 0
 		}
 		run++
 	}
-	if clk.off(curTick, o.RefStart, o.RefEnd) {
+	if clk.off(curTick, o.RefStart, offEnd(o)) {
 		v.leadLag(is, curTick, run, o)
 	}
 	if st != nil {
@@ -130,7 +130,7 @@ func (v *Verifier) observeOne(is *issuer, o *Observation, id generator.ID) Found
 			v.duplicateID(is, id, 0, o)
 		}
 	}
-	if t := int64((uint64(id) &^ (1 << 63)) >> is.clk.shift); is.clk.off(t, o.RefStart, o.RefEnd) {
+	if t := int64((uint64(id) &^ (1 << 63)) >> is.clk.shift); is.clk.off(t, o.RefStart, offEnd(o)) {
 		v.leadLag(is, t, 1, o)
 	}
 	if !is.hasIDs {

@@ -13,6 +13,7 @@ type tally struct {
 	ids                uint64
 	dups, order, restv uint64
 	wait, lead, lag    hist
+	maxLeadOwn         int64         // the largest lead over the issuer's own clock
 	maxWait            time.Duration // the first call with the longest wait
 	maxWaitBy          IssuerID
 	maxWaitAt          int64
@@ -46,6 +47,7 @@ func (t *tally) merge(o *tally) {
 	t.wait.merge(&o.wait)
 	t.lead.merge(&o.lead)
 	t.lag.merge(&o.lag)
+	t.maxLeadOwn = max(t.maxLeadOwn, o.maxLeadOwn)
 	if o.maxWait > t.maxWait {
 		t.maxWait, t.maxWaitBy, t.maxWaitAt = o.maxWait, o.maxWaitBy, o.maxWaitAt
 	}

@@ -116,6 +116,11 @@ type Observation struct {
 	// Wait is how long the call waited inside the generator (rewind or
 	// sequence exhaustion), as the target reports it.
 	Wait time.Duration
+	// OwnOffset is the issuer's own clock minus reference time at RefEnd
+	// (negative after a rewind): the lead over the issuer's own clock
+	// (Result.MaxLeadOwn) is measured against RefEnd+OwnOffset. Zero
+	// means its clock agrees with reference time.
+	OwnOffset time.Duration
 }
 
 // Window is a named span of reference time, usually a fault and its
@@ -285,6 +290,7 @@ type issuer struct {
 	dups      uint64
 	restViol  uint64
 	maxLead   int64
+	maxLeadOw int64 // lead over its own clock
 	maxLag    int64
 	maxWait   time.Duration
 	group     *workerGroup
@@ -680,9 +686,20 @@ func (c *tickClock) off(tick, start, end int64) bool {
 	return tick > c.maxTick || e > end || start > e+c.tickNs
 }
 
+// offEnd is the end bound the off test uses for call o: its RefEnd, or
+// its end on the issuer's own clock when that is behind, so that a lead
+// over the issuer's own clock is never skipped.
+func offEnd(o *Observation) int64 {
+	if o.OwnOffset < 0 {
+		return o.RefEnd + int64(o.OwnOffset)
+	}
+	return o.RefEnd
+}
+
 // leadLag records the lead or lag of n IDs of one tick issued in call o:
-// how far the tick began after the call ended (lead) or ended before it
-// began (lag).
+// how far the tick began after the call ended (lead; and after it ended
+// on the issuer's own clock, the lead over its own clock) or ended before
+// it began (lag).
 func (v *Verifier) leadLag(is *issuer, tick int64, n uint64, o *Observation) {
 	// Start of the tick, saturating so that its end still fits in int64.
 	c := is.clk
@@ -695,6 +712,10 @@ func (v *Verifier) leadLag(is *issuer, tick int64, n uint64, o *Observation) {
 	if lead := subSat(e, o.RefEnd); lead > 0 {
 		v.cur.lead.add(lead, n)
 		is.maxLead = max(is.maxLead, lead)
+	}
+	if own := subSat(e, o.RefEnd+int64(o.OwnOffset)); own > 0 {
+		v.cur.maxLeadOwn = max(v.cur.maxLeadOwn, own)
+		is.maxLeadOw = max(is.maxLeadOw, own)
 	}
 	if lag := subSat(o.RefStart, e+c.tickNs); lag > 0 {
 		v.cur.lag.add(lag, n)

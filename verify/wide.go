@@ -84,7 +84,7 @@ func (v *Verifier) observeWide(is *issuer, o *Observation, ids []ID128) Found {
 		}
 		if timed {
 			if t := x.UnixMilli(); t != curTick {
-				if run > 0 && clk.off(curTick, o.RefStart, o.RefEnd) {
+				if run > 0 && clk.off(curTick, o.RefStart, offEnd(o)) {
 					v.leadLag(is, curTick, run, o)
 				}
 				curTick, run = t, 0
@@ -92,7 +92,7 @@ func (v *Verifier) observeWide(is *issuer, o *Observation, ids []ID128) Found {
 			run++
 		}
 	}
-	if run > 0 && clk.off(curTick, o.RefStart, o.RefEnd) {
+	if run > 0 && clk.off(curTick, o.RefStart, offEnd(o)) {
 		v.leadLag(is, curTick, run, o)
 	}
 	if st != nil {

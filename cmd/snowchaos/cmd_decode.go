@@ -28,13 +28,13 @@ type layoutFlags struct {
 }
 
 func (lf *layoutFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&lf.name, "layout", "41/10/12", "layout preset: 41/10/12, 41/5+5/12, 42/8/13, 41/12/10, 39/10/14, 39/16/8@10ms (aliases: default, sonyflake)")
+	fs.StringVar(&lf.name, "layout", "41/10/12", "layout: a preset (41/10/12, 41/5+5/12, 42/8/13, 41/12/10, 39/10/14, 39/16/8@10ms; aliases default, sonyflake) or any T/N/S[@tick] with T+N+S = 63")
 	fs.StringVar(&lf.epoch, "epoch", generator.DefaultEpoch.Format(time.RFC3339), "epoch of the time field, RFC 3339")
 }
 
 // layout resolves the flags to a validated layout.
 func (lf *layoutFlags) layout() (generator.Layout, error) {
-	l, err := generator.LayoutByName(lf.name)
+	l, err := generator.ParseLayout(lf.name)
 	if err != nil {
 		return l, fmt.Errorf("--layout: %w", err)
 	}

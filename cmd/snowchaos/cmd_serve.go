@@ -105,7 +105,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.BoolVar(&f.adminAllowRemote, "admin-allow-remote", false, "allow the admin API on a non-loopback address")
 	fs.BoolVar(&f.faultClock, "fault-clock", false, "run the generator on a fault clock even without an admin token")
 	fs.Int64Var(&f.worker, "worker", 0, "worker (node) ID; with --lease, the preferred one")
-	fs.StringVar(&f.layout, "layout", "41/10/12", "bit layout preset: "+presetNames())
+	fs.StringVar(&f.layout, "layout", "41/10/12", "bit layout: a preset ("+presetNames()+") or any T/N/S[@tick] with T+N+S = 63")
 	fs.StringVar(&f.epoch, "epoch", "", "layout epoch, RFC 3339 (empty: the preset's, 2025-01-01T00:00:00Z)")
 	fs.StringVar(&f.policy, "policy", "wait", "rewind policy: wait, refuse or logical")
 	fs.DurationVar(&f.maxWait, "max-wait", time.Second, "per-call wait bound (rewinds and sequence exhaustion)")
@@ -209,7 +209,7 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 		return nil, errors.New("--admin-addr needs an admin token")
 	}
 
-	layout, err := generator.LayoutByName(f.layout)
+	layout, err := generator.ParseLayout(f.layout)
 	if err != nil {
 		return nil, fmt.Errorf("--layout: %v", err)
 	}

@@ -18,8 +18,11 @@
 //   - UnboundedLogical never waits and never refuses: its logical clock
 //     runs ahead of the wall clock without bound when the load exceeds the
 //     sequence or after a rewind, as CPython's uuid7 counter does.
+//   - NarrowWorker is the safe generator keeping its worker ID in one bit
+//     fewer than the layout's node field: only nodes in the top half of
+//     the worker range show it.
 //
-// All four take their time from a generator.Clock, honour the layout and
+// All of them take their time from a generator.Clock, honour the layout and
 // node of a generator.Settings, and are safe for concurrent use. Their
 // waits are bounded by MaxStall so a harness never hangs on them.
 package reference
@@ -79,6 +82,7 @@ var infos = []Info{
 	{NameSeqResetFirst, "resets its sequence before checking the clock, then waits out a rewind and re-issues the last tick from sequence 0", "duplicates after any step back"},
 	{NameMemoryOnly, "keeps its last tick only in memory: no checkpoint, no start fence", "duplicates and restart_violations after a restart in the same millisecond or after a rewind"},
 	{NameUnboundedLogical, "runs its logical clock ahead of the wall clock without bound (like CPython's uuid7)", "lead beyond any bound under overload or after a rewind"},
+	{NameNarrowWorker, "keeps the worker ID in one bit fewer than the layout's node field: the top half of the worker range issues the bottom half's IDs", "duplicates between a node in the top half of the worker range and its twin in the bottom half"},
 }
 
 // All returns the reference generators' descriptions, in a fixed order.
@@ -97,6 +101,8 @@ func New(name string, s generator.Settings) (Generator, error) {
 		return NewMemoryOnly(s)
 	case NameUnboundedLogical:
 		return NewUnboundedLogical(s)
+	case NameNarrowWorker:
+		return NewNarrowWorker(s)
 	}
 	names := make([]string, len(infos))
 	for i, in := range infos {

@@ -140,7 +140,51 @@ func TestUnknown(t *testing.T) {
 	if _, err := New("nope", generator.Settings{}); err == nil {
 		t.Fatal("no error")
 	}
-	if len(All()) != 4 {
+	for _, in := range All() {
+		if g, err := New(in.Name, generator.Settings{Clock: generator.SystemClock()}); err != nil || g == nil {
+			t.Errorf("New(%q): %v", in.Name, err)
+		} else {
+			g.Close()
+		}
+	}
+	if len(All()) != 5 {
 		t.Fatal("All")
+	}
+}
+
+// TestNarrowWorker: the top worker ID issues its bottom-half twin's IDs,
+// and a worker outside the node field is still refused.
+func TestNarrowWorker(t *testing.T) {
+	for _, p := range generator.Presets() {
+		_, _, s := setup(t)
+		s.Layout = p
+		s.Node = p.MaxNode()
+		top, err := New(NameNarrowWorker, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Node = p.MaxNode() >> 1
+		twin, err := New(NameNarrowWorker, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := top.NextContext(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := twin.NextContext(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a != b {
+			t.Errorf("%s: worker %d issued %d, its twin %d issued %d: want the same ID", p.Name, p.MaxNode(), a, p.MaxNode()>>1, b)
+		}
+		if got := p.Decode(a).Node; got != p.MaxNode()>>1 {
+			t.Errorf("%s: node field %d, want %d", p.Name, got, p.MaxNode()>>1)
+		}
+		s.Node = p.MaxNode() + 1
+		if _, err := New(NameNarrowWorker, s); !errors.Is(err, generator.ErrNodeRange) {
+			t.Errorf("%s: worker %d: %v, want ErrNodeRange", p.Name, s.Node, err)
+		}
 	}
 }

@@ -35,6 +35,11 @@ const (
 	// MetricLead is how far an ID's embedded time runs ahead of the
 	// reference time at which it was issued.
 	MetricLead Metric = "lead"
+	// MetricLeadOwn is the largest lead of an ID's embedded time over the
+	// issuing node's own clock: after a rewind, the lead a logical clock
+	// keeps over the clock it reads (which lead, against reference time,
+	// does not show). The logical policy's max_lead bounds it.
+	MetricLeadOwn Metric = "max_lead_own"
 	// MetricLag is how far an ID's embedded time falls behind the
 	// reference time at which it was issued.
 	MetricLag Metric = "lag"
@@ -94,6 +99,7 @@ var metrics = []MetricInfo{
 	{MetricAvailability, UnitRatio, nil, "fraction of requests answered with IDs"},
 	{MetricGap, UnitDuration, nil, "longest time a node answered no request"},
 	{MetricLead, UnitDuration, []Stat{StatMax, StatP99, StatP50}, "embedded time ahead of reference time"},
+	{MetricLeadOwn, UnitDuration, nil, "largest lead of embedded time over the issuing node's own clock"},
 	{MetricLag, UnitDuration, []Stat{StatMax, StatP99, StatP50}, "embedded time behind reference time"},
 	{MetricWait, UnitDuration, []Stat{StatMax, StatP99, StatP50}, "time from a request's arrival to its answer"},
 	{MetricRefusedStarts, UnitCount, nil, "node starts refused a worker ID by the lease"},
@@ -318,7 +324,7 @@ func ParseExpr(s string) (Expr, error) {
 			return e, fmt.Errorf("want one fault name after \"during\"")
 		}
 		switch e.Metric {
-		case MetricAvailability, MetricGap, MetricDuplicates, MetricIDs, MetricRefusals, MetricLead, MetricLag, MetricWait:
+		case MetricAvailability, MetricGap, MetricDuplicates, MetricIDs, MetricRefusals, MetricLead, MetricLeadOwn, MetricLag, MetricWait:
 		default:
 			return e, fmt.Errorf("%s is counted over the whole run; it takes no \"during\"", e.Metric)
 		}

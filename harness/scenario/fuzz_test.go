@@ -23,6 +23,7 @@ func FuzzParse(f *testing.F) {
 		"faults: [{at: 1s, kind: handoff, crash: true, gap: 2s, behind: 3s, nodes: [a]}]\ninvariants: [\"duplicates == 0\"]\ntargets: [{name: w, use: wait, mark_write_through: on}]\n"))
 	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, lease: memory, peer_clock_max_skew: 2s}, {name: b, worker: 2, lease: memory}]\nload: {rate: 1/s}\n" +
 		"faults: [{at: 1s, kind: handoff, behind: 10s, nodes: [a]}]\ninvariants: [\"refused_starts == 1\"]\ntargets: [{name: w, use: wait, peer_clock_check: off, peer_clock_max_skew: 1h}]\n"))
+	f.Add([]byte("name: x\nduration: 1s\nnodes: [{name: a, worker: 8191, layout: 50/13/0@100us, epoch: 2026-01-01T00:00:00Z}]\nload: {rate: 1/s}\ninvariants: [\"max_lead_own <= 1ms\"]\n"))
 	f.Add([]byte("a: &a [*a]"))
 	f.Add([]byte("- - -"))
 	f.Add([]byte("name: [\n"))

@@ -447,14 +447,14 @@ func (p *parser) nodes(n *yaml.Node) []Node {
 			p.errorf(it, path+".name", "missing: every node needs a name")
 		}
 		if e, ok := m["layout"]; ok {
-			if v, ok := p.scalar(e.val, path+".layout", "a layout preset name"); ok {
-				l, err := generator.LayoutByName(v)
+			if v, ok := p.scalar(e.val, path+".layout", "a layout: a preset name or T/N/S[@tick]"); ok {
+				l, err := generator.ParseLayout(v)
 				if err != nil {
 					var names []string
 					for _, pr := range generator.Presets() {
 						names = append(names, pr.Name)
 					}
-					p.errorf(e.val, path+".layout", "unknown layout %q%s (presets: %s)", v, suggest(v, names), strings.Join(names, ", "))
+					p.errorf(e.val, path+".layout", "%v%s (presets: %s; or any T/N/S[@tick] with T+N+S = 63)", err, suggest(v, names), strings.Join(names, ", "))
 				} else {
 					nd.Layout, nd.LayoutName = l, v
 				}

@@ -97,7 +97,12 @@ invariants: ["duplicates == 0"]
 		{"syntax", base + "faults: [\n", `invalid YAML`},
 		{"bad policy", strings.Replace(base, "worker: 1}", "worker: 1, policy: wiat}", 1), `3: nodes[0].policy: want wait, refuse or logical, found "wiat" (did you mean "wait"?)`},
 		{"worker range", strings.Replace(base, "worker: 1}", "worker: 1024}", 1), `3: nodes[0].worker: 1024 is out of range [0, 1023]`},
-		{"bad layout", strings.Replace(base, "worker: 1}", "worker: 1, layout: 41/10/13}", 1), `3: nodes[0].layout: unknown layout "41/10/13"`},
+		{"bad layout", strings.Replace(base, "worker: 1}", "worker: 1, layout: 41/10/13}", 1), `3: nodes[0].layout: layout "41/10/13": generator: invalid layout: TimeBits+NodeBits+SeqBits = 41+10+13 = 64, want 63`},
+		{"layout word", strings.Replace(base, "worker: 1}", "worker: 1, layout: sonyflak}", 1), `3: nodes[0].layout: generator: invalid layout: "sonyflak" is neither a preset nor T/N/S[@tick]`},
+		{"layout tick", strings.Replace(base, "worker: 1}", "worker: 1, layout: 50/13/0@2h}", 1), `3: nodes[0].layout: generator: invalid layout: tick "2h" in "50/13/0@2h": want a duration within [1µs, 1h0m0s]`},
+		{"layout width", strings.Replace(base, "worker: 1}", "worker: 1, layout: 50/x/13}", 1), `3: nodes[0].layout: generator: invalid layout: node bits "x" in "50/x/13"`},
+		{"worker beyond custom layout", strings.Replace(base, "worker: 1}", "worker: 8192, layout: 50/13/0}", 1), `3: nodes[0].worker: 8192 is out of range [0, 8191]`},
+		{"worker with no node bits", strings.Replace(base, "worker: 1}", "worker: 1, layout: 50/0/13}", 1), `3: nodes[0].worker: 1 is out of range [0, 0]`},
 		{"during unknown", strings.Replace(base, `"duplicates == 0"`, `"availability >= 0.9 during leap"`, 1), `5: invariants[0]: "during leap": the scenario has no faults`},
 		{"expect unknown target", base + "expect: {bad: {duplicates: \"> 0\"}}\n", `6: expect.bad: target "bad" is not in targets`},
 		{"wrong unit", strings.Replace(base, "duplicates == 0", "lead <= 5", 1), `5: invariants[0]: lead takes a duration such as 200ms, not "5"`},
@@ -475,6 +480,59 @@ targets:
 		_, err := Parse("s.yaml", []byte(base+c.yaml))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+// TestParseCustomLayout checks that a node takes any split of the 63 bits,
+// with a tick and an epoch, and the whole node field as its worker range.
+func TestParseCustomLayout(t *testing.T) {
+	src := `name: x
+duration: 2s
+nodes:
+  - {name: a, worker: 8191, layout: 50/13/0}
+  - {name: b, worker: 0, layout: 63/0/0@1h, epoch: 2020-01-01T00:00:00Z}
+  - {name: c, worker: 1023, layout: "40/3+7/13@100us"}
+  - {name: d, worker: 65535, layout: sonyflake}
+load: {rate: 100/s}
+invariants: ["duplicates == 0"]
+`
+	s, err := Parse("f.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c, d := s.Nodes[0].Layout, s.Nodes[1].Layout, s.Nodes[2].Layout, s.Nodes[3].Layout
+	if a.SeqBits != 0 || a.NodeBits != 13 || a.TimeBits != 50 || a.MaxSeq() != 0 || s.Nodes[0].Worker != 8191 {
+		t.Errorf("a: %+v", a)
+	}
+	if b.TimeBits != 63 || b.Tick != time.Hour || b.Epoch.Year() != 2020 || b.MaxNode() != 0 {
+		t.Errorf("b: %+v", b)
+	}
+	if c.DatacenterBits != 3 || c.NodeBits != 10 || c.Tick != 100*time.Microsecond || s.Nodes[2].LayoutName != "40/3+7/13@100us" {
+		t.Errorf("c: %+v %q", c, s.Nodes[2].LayoutName)
+	}
+	if d.Name != "39/16/8@10ms" || s.Nodes[3].Worker != 65535 {
+		t.Errorf("d: %+v", d)
+	}
+}
+
+// TestLeadOwnExpr: max_lead_own is a duration figure over the run or a
+// window, with no percentiles.
+func TestLeadOwnExpr(t *testing.T) {
+	base := "name: x\nduration: 2s\nnodes: [{name: a, worker: 1, policy: logical}]\nload: {rate: 100/s}\nfaults: [{at: 1s, kind: step, by: -50ms}]\n"
+	s, err := Parse("f.yaml", []byte(base+"invariants: [\"max_lead_own <= 1s\", \"max_lead_own < 60ms during step\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := s.Invariants[0]; e.Metric != MetricLeadOwn || e.Value != float64(time.Second) || e.Unit() != UnitDuration {
+		t.Errorf("%+v", e)
+	}
+	if e := s.Invariants[1]; e.During != "step" {
+		t.Errorf("%+v", e)
+	}
+	for _, bad := range []string{"max_lead_own p99 <= 1s", "max_lead_own <= 5"} {
+		if _, err := Parse("f.yaml", []byte(base+"invariants: [\""+bad+"\"]\n")); err == nil || !strings.Contains(err.Error(), "f.yaml:6: invariants[0]") {
+			t.Errorf("%q: %v, want an error naming f.yaml:6: invariants[0]", bad, err)
 		}
 	}
 }

@@ -95,9 +95,10 @@ type Node struct {
 	// Reserve is how far ahead the checkpoint mark is reserved; zero
 	// means the generator default.
 	Reserve time.Duration
-	// Layout is the bit layout, from a preset name, with Epoch applied.
+	// Layout is the bit layout, from a preset name or any T/N/S[@tick]
+	// split of the 63 bits (generator.ParseLayout), with Epoch applied.
 	Layout generator.Layout
-	// LayoutName is the preset name as written ("" for the default).
+	// LayoutName is the layout as written ("" for the default).
 	LayoutName string
 	// Checkpoint keeps a high-water mark on the node's disk across
 	// restarts.

@@ -154,6 +154,11 @@ type Export struct {
 // explained in Unmappable.
 var ErrNoMapping = errors.New("chaosmesh: fault kind has no Chaos Mesh mapping and no reason why not")
 
+// ErrNoPod is returned for a node whose worker ID is beyond the fleet's
+// StatefulSet ordinals (fleet.MaxReplicas): such a scenario (the top
+// worker ID of a wide node field) runs in simulated or process mode only.
+var ErrNoPod = errors.New("chaosmesh: worker has no StatefulSet pod")
+
 // New builds the Workflow of s. It fails on a fault kind it does not know
 // (ErrNoMapping), on an invalid fleet configuration, on a node whose worker
 // ID no StatefulSet ordinal can prefer, and when the built Workflow fails
@@ -171,7 +176,7 @@ func New(s *scenario.Scenario, o Options) (*Export, error) {
 	b := &builder{s: s, fc: fc, used: map[string]bool{}, pods: map[string]string{}}
 	for _, n := range s.Nodes {
 		if n.Worker >= fleet.MaxReplicas {
-			return nil, fmt.Errorf("chaosmesh: node %s: worker %d has no StatefulSet pod (ordinals prefer worker IDs 0..%d)", n.Name, n.Worker, fleet.MaxReplicas-1)
+			return nil, fmt.Errorf("%w: node %s: worker %d (ordinals prefer worker IDs 0..%d)", ErrNoPod, n.Name, n.Worker, fleet.MaxReplicas-1)
 		}
 		b.pods[n.Name] = fc.PodName(n.Worker)
 		b.replicas = max(b.replicas, int32(n.Worker)+1)
