@@ -695,6 +695,9 @@ func (l *lifecycle) storeOutage(fi int) {
 			what += " (" + f.Direction + " only)"
 		}
 	}
+	if f.Hang {
+		what += ", calls hanging until their timeout"
+	}
 	l.detail(fi, fmt.Sprintf("%s for %s", what, scenario.FormatDuration(f.For)))
 	if l.cuts == nil {
 		l.cuts = map[int][]*storeLink{}
