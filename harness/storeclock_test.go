@@ -45,3 +45,41 @@ targets: [wait]
 		}
 	}
 }
+
+// TestStoreClockValidate: a hanging store is simulated only, and a
+// target's fence_margin needs a node that leases.
+func TestStoreClockValidate(t *testing.T) {
+	for src, want := range map[string]string{
+		`name: x
+mode: real
+duration: 2s
+nodes: [{name: a, worker: 1, lease: memory}]
+load: {rate: 10/s}
+faults: [{at: 1s, kind: store_outage, for: 500ms, hang: on}]
+invariants: ["duplicates == 0"]
+`: "x.yaml:6: faults[0]: a store_outage whose calls hang is simulated only",
+		`name: x
+mode: real
+duration: 2s
+nodes: [{name: a, worker: 1, lease: memory}]
+load: {rate: 10/s}
+faults: [{at: 1s, kind: store_pause, for: 500ms}]
+invariants: ["duplicates == 0"]
+`: "x.yaml:6: faults[0]: a store_pause whose calls hang is simulated only",
+		`name: x
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 10/s}
+invariants: ["duplicates == 0"]
+targets: [{name: w, use: wait, fence_margin: off}]
+`: "x.yaml:6: targets[0]: target w sets a lease setting but none of its nodes leases a worker ID",
+	} {
+		s, err := scenario.Parse("x.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := harness.Prepare([]*scenario.Scenario{s}, harness.Options{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v, want %q", err, want)
+		}
+	}
+}
