@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/faults"
+	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/lease"
 )
@@ -27,7 +28,7 @@ import (
 // own answers, each worker ID's holder and the store time its lease ends.
 type leaseWatch struct {
 	lease.Registry
-	clock interface{ Now() (int64, int64) }
+	clock generator.Clock // the store's clock
 	mu    struct {
 		sync.Mutex
 		held map[int64]watched
@@ -40,7 +41,7 @@ type watched struct {
 	until  int64 // store wall ns
 }
 
-func newLeaseWatch(r lease.Registry, clock interface{ Now() (int64, int64) }) *leaseWatch {
+func newLeaseWatch(r lease.Registry, clock generator.Clock) *leaseWatch {
 	w := &leaseWatch{Registry: r, clock: clock}
 	w.mu.held = map[int64]watched{}
 	return w
