@@ -36,6 +36,11 @@ const (
 	KindClone       Kind = "clone"
 	KindHandoff     Kind = "handoff"
 	KindStoreOutage Kind = "store_outage"
+	// Store clock faults: the harness applies them to the lease store's
+	// own clock (simulated stores only), which decides lease expiry.
+	KindStoreStep  Kind = "store_step"
+	KindStoreDrift Kind = "store_drift"
+	KindStorePause Kind = "store_pause"
 )
 
 // Scope is what a fault acts on.
@@ -48,7 +53,8 @@ const (
 	// ScopeNode: a node's process or its worker ID (restart, clone,
 	// handoff).
 	ScopeNode
-	// ScopeStore: the lease store (an outage or a partition).
+	// ScopeStore: the lease store (an outage, a partition, or a fault of
+	// its own clock).
 	ScopeStore
 )
 
@@ -303,7 +309,17 @@ var specs = []Spec{
 			{Name: "for", Type: ParamDuration, Required: true, Where: InScenario, Min: 1, Max: MaxSpan, Meaning: "how long"},
 			{Name: "direction", Type: ParamChoice, Where: InScenario, Choices: []string{"both", "outbound", "inbound"},
 				Meaning: "a partition's direction, seen from its nodes: both (default), outbound (what they send the store is lost) or inbound (what the store sends them is lost: their requests take effect, the answers never arrive)"},
+			{Name: "hang", Type: ParamBool, Where: InScenario, Meaning: "calls get no answer until the caller's timeout (packets dropped silently) instead of failing at once (absent: off)"},
 		}},
+	{Kind: KindStoreStep, Scope: ScopeStore, Where: InScenario,
+		Effect: "the lease store's clock, which decides lease expiry, moves by `by` at once",
+		Params: []Param{shift("how far; positive: leases expire early")}},
+	{Kind: KindStoreDrift, Scope: ScopeStore, Where: InScenario,
+		Effect: "the lease store's clock runs fast (or slow) by a constant rate, without end: leases expire early (or late) by the nodes' clocks",
+		Params: []Param{{Name: "ppm", Type: ParamPPM, Required: true, NonZero: true, Where: InScenario, MinPPM: -MaxPPM, MaxPPM: MaxPPM, Meaning: "the rate error; negative: slow"}}},
+	{Kind: KindStorePause, Scope: ScopeStore, Where: InScenario,
+		Effect: "a VM pause of the lease store: its clock stands still and calls hang until the caller's timeout, then its clock jumps to the base time",
+		Params: []Param{{Name: "for", Type: ParamDuration, Required: true, Where: InScenario, Min: 1, Max: MaxSpan, Meaning: "how long"}}},
 }
 
 // Specs returns the fault vocabulary, in document order. The slices are
@@ -351,6 +367,21 @@ func KindNames(w Where) string {
 		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// StoreClock returns the clock fault a store clock fault applies to the
+// lease store's clock (store_step: step, store_drift: drift, store_pause:
+// pause); false for every other kind.
+func (k Kind) StoreClock() (Kind, bool) {
+	switch k {
+	case KindStoreStep:
+		return KindStep, true
+	case KindStoreDrift:
+		return KindDrift, true
+	case KindStorePause:
+		return KindPause, true
+	}
+	return "", false
 }
 
 // Clock reports whether the kind acts on a node's clock.

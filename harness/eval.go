@@ -42,6 +42,8 @@ func evaluate(s *scenario.Scenario, targetName string, vr verify.Result, faults 
 			v, ok = float64(figs.RefusedStarts), true
 		case scenario.MetricRebinds:
 			v, ok = float64(figs.Rebinds), true
+		case scenario.MetricLeaseOverruns:
+			v, ok = float64(figs.LeaseOverruns), true
 		}
 		if !ok {
 			c.Verdict, c.Observed, c.Reason = Unknown, "-", why

@@ -147,7 +147,9 @@ func (l *lifecycle) changed() {
 func (l *lifecycle) setup(res *Result, leaseClock generator.Clock) bool {
 	r := l.run
 	if r.usesLeases() {
-		r.leases = lease.NewMemory(leaseClock)
+		r.storeClock = faults.New(leaseClock)
+		r.leases = lease.NewMemory(r.storeClock)
+		r.watch = newLeaseWatch(r.leases, r.storeClock)
 	}
 	if r.opts.Timeline {
 		r.mu.tl = newTimeline(r.s, len(r.s.Nodes))
@@ -367,6 +369,10 @@ func (l *lifecycle) maintain(sl *slot) {
 		l.d.schedule(ahead, maintainEvent{sl.idx, sl.gen})
 		return
 	}
+	if l.simulated() && l.hangs(sl) {
+		l.hangCall(sl)
+		return
+	}
 	d := sl.node.Maintain(l.ctx)
 	l.followLease(sl)
 	if d >= 0 {
@@ -387,6 +393,9 @@ func (l *lifecycle) poke(sl *slot) {
 			l.d.schedule(ahead, pokeEvent{sl.idx, sl.gen})
 		}
 		return
+	}
+	if sl.hungUntil > l.d.now() {
+		return // the keeper is stuck in a store call
 	}
 	sl.node.Maintain(l.ctx)
 	l.followLease(sl)
@@ -443,6 +452,8 @@ func (l *lifecycle) fault(fi int) {
 		}
 	case faults.KindStoreOutage:
 		l.storeOutage(fi)
+	case faults.KindStoreStep, faults.KindStoreDrift, faults.KindStorePause:
+		l.storeClockFault(fi)
 	default:
 		l.clockFault(fi)
 	}
@@ -655,13 +666,19 @@ func (l *lifecycle) storeOutage(fi int) {
 	if f.Partition {
 		for _, name := range f.Nodes {
 			link := l.storeOf(l.slot(name).host)
-			if f.Direction == "inbound" {
+			switch {
+			case f.Hang:
+				link.hang.Store(true)
+			case f.Direction == "inbound":
 				link.deaf.Store(true)
-			} else {
+			default:
 				link.cut.Store(true)
 			}
 			cut = append(cut, link)
 		}
+	} else if f.Hang {
+		l.storeHung.Store(true)
+		cut = append(cut, &storeLink{Registry: l.watch, whole: &l.storeHung})
 	} else {
 		l.leases.SetAvailable(false)
 		cut = append(cut, &storeLink{Registry: l.leases})
@@ -678,6 +695,9 @@ func (l *lifecycle) storeOutage(fi int) {
 			what += " (" + f.Direction + " only)"
 		}
 	}
+	if f.Hang {
+		what += ", calls hanging until their timeout"
+	}
 	l.detail(fi, fmt.Sprintf("%s for %s", what, scenario.FormatDuration(f.For)))
 	if l.cuts == nil {
 		l.cuts = map[int][]*storeLink{}
@@ -692,12 +712,21 @@ func (l *lifecycle) storeBack(fi int) {
 		l.healTargetStore(sf, fi)
 		return
 	}
-	if !l.s.Faults[fi].Partition {
+	f := l.s.Faults[fi]
+	if f.Kind == faults.KindStorePause || (f.Hang && !f.Partition) {
+		l.storeHung.Store(false)
+		l.detail(fi, fmt.Sprintf("back at %s", Duration(l.d.now())))
+		l.resumeHung()
+		return
+	}
+	if !f.Partition {
 		l.leases.SetAvailable(true)
 	}
+	defer l.resumeHung()
 	for _, link := range l.cuts[fi] {
 		link.cut.Store(false)
 		link.deaf.Store(false)
+		link.hang.Store(false)
 		if _, err := link.List(l.ctx); err != nil {
 			l.unconfirmed(fi, "lease store did not come back: "+err.Error())
 			return
@@ -752,22 +781,25 @@ func (l *lifecycle) handoff(fi int, sl *slot) {
 		}
 	}
 	sl.host = l.d.newHost(l.d.now())
-	sl.spec.Host = l.newHostName(sl.name, "host")
+	host := l.newHostName(sl.name, "host")
+	if n, ok := l.s.Node(sl.name); !ok || n.Holder == "" {
+		sl.spec.Host = host // else the node keeps its sticky identity (a StatefulSet pod on a new machine)
+	}
 	sl.spec.ClockOffset = -f.Behind
 	sl.host.shadow.Step(-f.Behind)
 	sl.incarnation++
 	sl.gen++
 	if err := l.startSlot(sl); err != nil {
 		if errors.Is(err, lease.ErrUnavailable) {
-			l.detail(fi, fmt.Sprintf("%s: started on %s, waiting for the lease store", sl.name, sl.spec.Host))
+			l.detail(fi, fmt.Sprintf("%s: started on %s, waiting for the lease store", sl.name, host))
 			l.retryLater(sl)
 			return
 		}
 		if errors.Is(err, lease.ErrPeerClockSkew) {
-			l.detail(fi, fmt.Sprintf("%s: start on %s refused by the peer clock check", sl.name, sl.spec.Host))
+			l.detail(fi, fmt.Sprintf("%s: start on %s refused by the peer clock check", sl.name, host))
 			return
 		}
-		l.unconfirmed(fi, fmt.Sprintf("%s: start on %s failed: %v", sl.name, sl.spec.Host, err))
+		l.unconfirmed(fi, fmt.Sprintf("%s: start on %s failed: %v", sl.name, host, err))
 		return
 	}
 	l.maintain(sl)
@@ -775,7 +807,7 @@ func (l *lifecycle) handoff(fi int, sl *slot) {
 		l.confirm(fi, sl, -f.Behind)
 		return
 	}
-	l.detail(fi, fmt.Sprintf("%s: started on host %s (worker %d)", sl.name, sl.spec.Host, sl.node.Worker()))
+	l.detail(fi, fmt.Sprintf("%s: started on host %s (worker %d)", sl.name, host, sl.node.Worker()))
 }
 
 // clone starts a second node with src's spec on a new host.

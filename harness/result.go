@@ -307,6 +307,9 @@ type Figures struct {
 	// after a loss.
 	RefusedStarts int    `json:"refused_starts,omitempty"`
 	Rebinds       uint64 `json:"rebinds,omitempty"`
+	// LeaseOverruns counts IDs a leasing node issued while, by the lease
+	// store's clock, it held no unexpired lease on their worker ID.
+	LeaseOverruns uint64 `json:"lease_overruns,omitempty"`
 }
 
 // LeaseResult says what a run's worker-ID leases did, summed over every

@@ -63,6 +63,9 @@ type run struct {
 		tl      *timeline // nil without Options.Timeline
 		hist    *historyWriter
 		stopped bool
+		// overruns counts IDs issued outside the store's lease (see
+		// checkLease).
+		overruns uint64
 	}
 
 	// live is the published list of slots that take requests (alive
@@ -73,8 +76,17 @@ type run struct {
 	slots  []*slot
 	faults []FaultResult // by scenario fault index
 	leases *lease.Memory
-	lease  leaseLog
-	hosts  int // hosts made so far, for names
+	// storeClock is the lease store's own clock, under the store clock
+	// faults; watch records what the store granted (storeclock.go);
+	// storeHung is set while every call to the store hangs.
+	storeClock *faults.Clock
+	watch      *leaseWatch
+	storeHung  atomic.Bool
+	// driverNow reads the driver's time (set by the simulated driver;
+	// nil in real mode, where a call's end is now).
+	driverNow func() time.Duration
+	lease     leaseLog
+	hosts     int // hosts made so far, for names
 }
 
 // realTolerance is the least offset tolerance in real mode.
@@ -149,7 +161,7 @@ func (r *run) usesLeases() bool {
 		}
 	}
 	for _, f := range r.s.Faults {
-		if f.Kind == faults.KindStoreOutage {
+		if _, sc := f.Kind.StoreClock(); sc || f.Kind == faults.KindStoreOutage {
 			return true
 		}
 	}
@@ -163,7 +175,7 @@ func (r *run) storeOf(h *hostTruth) *storeLink {
 		return nil
 	}
 	if h.store == nil {
-		h.store = &storeLink{Registry: r.leases}
+		h.store = &storeLink{Registry: r.watch, whole: &r.storeHung}
 	}
 	return h.store
 }
@@ -297,6 +309,7 @@ func (r *run) call(c *view, client int, arrive time.Duration, buf *idBuf, now fu
 	}
 	err = buf.issue(target.WithClient(r.ctx, client), c.node)
 	end = now()
+	r.checkLease(c, end, buf.len())
 	r.record(c, client, arrive, end, buf, err)
 	return end, err
 }
@@ -383,6 +396,7 @@ func (r *run) finish(res *Result, events uint64) {
 	fillFigures(res, vr, r.startNs)
 	res.Figures.RefusedStarts = len(r.lease.refused)
 	res.Figures.Rebinds = r.lease.rebinds
+	res.Figures.LeaseOverruns = r.mu.overruns
 	if leased && !r.info.KnownBad {
 		ls.Rebinds = r.lease.rebinds
 		res.Lease = &LeaseResult{Counters: ls, Refused: r.lease.refused, Rebound: r.lease.rebound}

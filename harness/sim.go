@@ -86,6 +86,7 @@ func runSimulated(r *run, res *Result) {
 	r.startNs = r.start.UnixNano()
 	s := &simDriver{buf: newIDBuf(r.kind, r.plan.batch)}
 	s.l = &lifecycle{run: r, d: s}
+	r.driverNow = s.now
 	r.windows()
 	if !s.l.setup(res, storeClock{s}) {
 		return

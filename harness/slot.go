@@ -8,6 +8,7 @@ import (
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/lease"
 	"github.com/snowchaos/snowchaos/telemetry"
@@ -32,6 +33,7 @@ type slot struct {
 	pending     bool          // the issuer was registered by a start that failed
 	rebinds     uint64        // the node's LeaseStats.Rebinds last seen
 	poked       time.Duration // simulated: when a deferred poke is due (see lifecycle.poke)
+	hungUntil   time.Duration // when the keeper's hung store call ends (0: none; see lifecycle.hangCall)
 	gen         int           // lifecycle generation: stale events are dropped
 	host        *hostTruth
 	series      *NodeSeries
@@ -53,11 +55,17 @@ type view struct {
 	incarnation int
 	downReason  string
 	host        *hostTruth // the slot's host when published (a handoff moves it)
+	// leased, holder and worker say whose lease covers the IDs it
+	// issues: the holder identity and worker ID of a memory lease.
+	leased bool
+	holder string
+	worker int64
 }
 
 // publish makes the slot's current state what requests see.
 func (sl *slot) publish() {
-	sl.view.Store(&view{sl: sl, node: sl.node, up: sl.up, alive: sl.alive, issuer: sl.issuer, incarnation: sl.incarnation, downReason: sl.downReason, host: sl.host})
+	sl.view.Store(&view{sl: sl, node: sl.node, up: sl.up, alive: sl.alive, issuer: sl.issuer, incarnation: sl.incarnation, downReason: sl.downReason, host: sl.host,
+		leased: sl.spec.Lease == scenario.LeaseMemory, holder: sl.spec.Host, worker: sl.worker})
 }
 
 // current returns the slot's published view.
@@ -102,8 +110,15 @@ func (h *hostTruth) advance(t time.Duration) {
 // reach the store.
 type storeLink struct {
 	lease.Registry
-	cut  atomic.Bool // calls do not reach the store
-	deaf atomic.Bool // calls reach the store and take effect; the answers are lost
+	cut   atomic.Bool  // calls do not reach the store
+	deaf  atomic.Bool  // calls reach the store and take effect; the answers are lost
+	hang  atomic.Bool  // calls get no answer until the caller's timeout
+	whole *atomic.Bool // the whole store hangs (an outage that hangs, a store pause)
+}
+
+// hanging reports whether the host's calls hang.
+func (l *storeLink) hanging() bool {
+	return l.hang.Load() || (l.whole != nil && l.whole.Load())
 }
 
 var _ lease.Registry = (*storeLink)(nil)
@@ -111,6 +126,9 @@ var _ lease.Registry = (*storeLink)(nil)
 func (l *storeLink) check() error {
 	if l.cut.Load() {
 		return fmt.Errorf("%w: host partitioned from the lease store", lease.ErrUnavailable)
+	}
+	if l.hanging() {
+		return fmt.Errorf("%w: no answer from the lease store before the call's timeout", lease.ErrUnavailable)
 	}
 	return nil
 }

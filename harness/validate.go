@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
@@ -173,12 +174,22 @@ func validate(s *scenario.Scenario, mode scenario.Mode, allowNA bool) error {
 			}
 		}
 		if !leases && (t.HandoffGuard != nil || t.PauseCheck != nil || t.Fence != nil || t.MarkWriteThrough != nil || t.LeaseTTL != 0 ||
-			t.PeerClockCheck != nil || t.PeerClockMaxSkew != 0) {
+			t.PeerClockCheck != nil || t.PeerClockMaxSkew != 0 || t.FenceMargin != nil) {
 			add(t.Line, key, "target %s sets a lease setting but none of its nodes leases a worker ID", t.Name)
 		}
 	}
 	if na > 0 && na == len(s.Targets) {
 		add(s.Line, "targets", "no target can take this scenario (all %d would be n/a; first: %s)", na, firstNA)
+	}
+	if mode == scenario.ModeReal {
+		for i, f := range s.Faults {
+			if f.Hang || f.Kind == faults.KindStorePause {
+				// A hung call is modelled on the keeper's schedule in
+				// simulated time (lifecycle.hangCall); in real time it
+				// would fail at once, which is another fault.
+				add(f.Line, fmt.Sprintf("faults[%d]", i), "a %s whose calls hang is simulated only (in real mode they would fail at once)", f.Kind)
+			}
+		}
 	}
 	if mode == scenario.ModeReal && s.Duration > MaxReal {
 		add(s.Line, "duration", "%s of wall-clock time: real mode runs are bounded to %s (simulate it, or shorten it)", s.Duration, MaxReal)

@@ -21,6 +21,10 @@ const (
 	DefaultMaxFailures = 3
 )
 
+// DefaultCallTimeout is the bound on one store call of a Keeper whose
+// KeeperConfig.CallTimeout is zero: a sixth of the TTL.
+func DefaultCallTimeout(ttl time.Duration) time.Duration { return ttl / 6 }
+
 // MaxSkewBudget is the largest KeeperConfig.SkewBudget: a new holder waits
 // the budget out on every handoff.
 const MaxSkewBudget = time.Minute
@@ -46,7 +50,9 @@ type KeeperConfig struct {
 	Clock generator.Clock
 	// MarginRate is the fraction of the TTL kept as a safety margin for
 	// clock rate error between this node and the store; zero:
-	// DefaultMarginRate. Must lie in [0, 0.5).
+	// DefaultMarginRate, negative: none (with MarginAbs negative too, the
+	// fence stays open for the whole TTL: only for negative controls).
+	// Must lie below 0.5.
 	MarginRate float64
 	// MarginAbs is an absolute safety margin on top of MarginRate; zero:
 	// DefaultMarginAbs, negative: none.
@@ -59,7 +65,7 @@ type KeeperConfig struct {
 	// closes early; zero: DefaultMaxFailures.
 	MaxFailures int
 	// CallTimeout bounds every store call (real time: it bounds network
-	// I/O); zero: TTL/6.
+	// I/O); zero: DefaultCallTimeout(TTL).
 	CallTimeout time.Duration
 	// RetryInterval is the pause before retrying a failed renewal or
 	// acquisition; zero: TTL/10.
@@ -384,8 +390,11 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = generator.SystemClock()
 	}
-	if cfg.MarginRate == 0 {
+	switch {
+	case cfg.MarginRate == 0:
 		cfg.MarginRate = DefaultMarginRate
+	case cfg.MarginRate < 0:
+		cfg.MarginRate = 0
 	}
 	switch {
 	case cfg.MarginAbs == 0:
@@ -397,7 +406,7 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 		cfg.MaxFailures = DefaultMaxFailures
 	}
 	if cfg.CallTimeout == 0 {
-		cfg.CallTimeout = cfg.TTL / 6
+		cfg.CallTimeout = DefaultCallTimeout(cfg.TTL)
 	}
 	if cfg.RetryInterval == 0 {
 		cfg.RetryInterval = cfg.TTL / 10
@@ -414,7 +423,7 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 		return nil, requestConfigError{err}
 	}
 	switch {
-	case cfg.MarginRate < 0 || cfg.MarginRate >= 0.5:
+	case cfg.MarginRate >= 0.5:
 		return nil, fmt.Errorf("%w: margin rate %v outside [0, 0.5)", ErrInvalidConfig, cfg.MarginRate)
 	case cfg.MaxFailures < 0:
 		return nil, fmt.Errorf("%w: max failures %d", ErrInvalidConfig, cfg.MaxFailures)

@@ -117,6 +117,10 @@ type Controls struct {
 	// NoPeerClockCheck starts the node whatever its clock reads against
 	// its live peers' (Lease.PeerClockMaxSkew negative).
 	NoPeerClockCheck bool
+	// NoFenceMargin keeps the fence open for the lease's whole TTL by the
+	// node's clock, with no safety margin for a store clock that runs
+	// fast: the node may issue after the store let its lease go.
+	NoFenceMargin bool
 }
 
 // ErrStopped is returned by Issue on a node that is stopped.
@@ -241,6 +245,9 @@ func (n *Node) acquire(ctx context.Context, s *generator.Settings) error {
 	}
 	if lc.Controls.NoPeerClockCheck {
 		kc.PeerClockMaxSkew = -1
+	}
+	if lc.Controls.NoFenceMargin {
+		kc.MarginRate, kc.MarginAbs = -1, -1
 	}
 	n.obs = leaseobs.New(n.cfg.LeaseMetrics, n.cfg.Name)
 	k, err := n.obs.NewKeeper(kc)

@@ -30,6 +30,7 @@ var clockKinds = []faults.Kind{
 // outage, and returns m.
 func withNoLease(m map[faults.Kind]string) map[faults.Kind]string {
 	m[faults.KindStoreOutage] = naNoLease
+	m[faults.KindStoreStep], m[faults.KindStoreDrift], m[faults.KindStorePause] = naNoLease, naNoLease, naNoLease
 	return m
 }
 

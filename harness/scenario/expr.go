@@ -53,6 +53,10 @@ const (
 	// MetricRebinds counts the times a node lost its lease, acquired
 	// another one and rebuilt its generator on it.
 	MetricRebinds Metric = "rebinds"
+	// MetricLeaseOverruns counts IDs a leasing node issued while, by the
+	// lease store's clock, it held no unexpired lease on their worker ID
+	// (simulated memory leases).
+	MetricLeaseOverruns Metric = "lease_overruns"
 )
 
 // Unit is the kind of value a metric takes.
@@ -104,6 +108,7 @@ var metrics = []MetricInfo{
 	{MetricWait, UnitDuration, []Stat{StatMax, StatP99, StatP50}, "time from a request's arrival to its answer"},
 	{MetricRefusedStarts, UnitCount, nil, "node starts refused a worker ID by the lease"},
 	{MetricRebinds, UnitCount, nil, "generators rebuilt on a new lease after losing one"},
+	{MetricLeaseOverruns, UnitCount, nil, "IDs issued while, by the store's clock, the node's lease had ended"},
 }
 
 // aliases map convenience names to a metric and statistic.

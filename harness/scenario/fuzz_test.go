@@ -24,6 +24,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, lease: memory, peer_clock_max_skew: 2s}, {name: b, worker: 2, lease: memory}]\nload: {rate: 1/s}\n" +
 		"faults: [{at: 1s, kind: handoff, behind: 10s, nodes: [a]}]\ninvariants: [\"refused_starts == 1\"]\ntargets: [{name: w, use: wait, peer_clock_check: off, peer_clock_max_skew: 1h}]\n"))
 	f.Add([]byte("name: x\nduration: 1s\nnodes: [{name: a, worker: 8191, layout: 50/13/0@100us, epoch: 2026-01-01T00:00:00Z}]\nload: {rate: 1/s}\ninvariants: [\"max_lead_own <= 1ms\"]\n"))
+	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, worker_range: 1-1, holder: pod-a, lease: memory, fence_margin: off}]\nload: {rate: 1/s}\n" +
+		"faults: [{at: 1s, kind: store_drift, ppm: 50000}, {at: 2s, kind: store_step, by: 1s}, {at: 3s, kind: store_pause, for: 1s}, {at: 5s, kind: store_outage, for: 1s, hang: on, nodes: [a]}]\n" +
+		"invariants: [\"lease_overruns == 0\"]\ntargets: [{name: w, use: wait, fence_margin: on}]\n"))
 	f.Add([]byte("a: &a [*a]"))
 	f.Add([]byte("- - -"))
 	f.Add([]byte("name: [\n"))

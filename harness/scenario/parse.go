@@ -417,11 +417,11 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 
 var nodeKeys = []string{"name", "worker", "policy", "max_wait", "max_lead", "reserve", "layout", "epoch", "checkpoint", "lease",
 	"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "mark_write_through", "peer_clock_check", "peer_clock_max_skew",
-	"clock_offset"}
+	"clock_offset", "holder", "fence_margin"}
 
 // leaseKeys are the node keys that only mean something with a lease.
 var leaseKeys = []string{"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "mark_write_through",
-	"peer_clock_check", "peer_clock_max_skew"}
+	"peer_clock_check", "peer_clock_max_skew", "holder", "fence_margin"}
 
 func (p *parser) nodes(n *yaml.Node) []Node {
 	items := p.sequence(n, "nodes")
@@ -524,6 +524,19 @@ func (p *parser) nodes(n *yaml.Node) []Node {
 			}
 		}
 		nd.PeerClockMaxSkew = p.peerClockMaxSkew(m, path)
+		if e, ok := m["fence_margin"]; ok {
+			if b, ok := p.boolean(e.val, path+".fence_margin"); ok {
+				nd.NoFenceMargin = !b
+			}
+		}
+		if e, ok := m["holder"]; ok {
+			nd.Holder = p.name(e.val, path+".holder")
+			for _, o := range out {
+				if nd.Holder != "" && (o.Holder == nd.Holder || (o.Holder == "" && o.Name == nd.Holder)) {
+					p.errorf(e.val, path+".holder", "holder %q is already node %s's identity: two nodes with one identity are a clone (fault clone with same_holder)", nd.Holder, o.Name)
+				}
+			}
+		}
 		if nd.Lease == LeaseNone {
 			for _, k := range leaseKeys {
 				if e, ok := m[k]; ok {
@@ -670,7 +683,7 @@ func redactURL(v string) string {
 
 var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint",
 	"lease_ttl", "handoff_guard", "pause_check", "fence", "mark_write_through", "peer_clock_check", "peer_clock_max_skew",
-	"not_applicable", "invariants", "exec"}
+	"fence_margin", "not_applicable", "invariants", "exec"}
 
 func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 	var out []Target
@@ -746,6 +759,11 @@ func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 				}
 			}
 			t.PeerClockMaxSkew = p.peerClockMaxSkew(m, path)
+			if e, ok := m["fence_margin"]; ok {
+				if b, ok := p.boolean(e.val, path+".fence_margin"); ok {
+					t.FenceMargin = &b
+				}
+			}
 			if e, ok := m["not_applicable"]; ok {
 				if v, ok := p.scalar(e.val, path+".not_applicable", "ok or error"); ok {
 					switch strings.ToLower(v) {
@@ -1008,7 +1026,9 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 			f.Observe, _ = p.duration(e.val, path+".observe", false)
 		}
 		// Nodes.
-		if e, ok := m["nodes"]; ok {
+		if e, ok := m["nodes"]; ok && storeClockFault(f.Kind) {
+			p.errorf(e.key, path+".nodes", "a %s acts on the lease store's clock: it takes no nodes", f.Kind)
+		} else if ok {
 			f.Partition = f.Kind == faults.KindStoreOutage
 			f.Nodes, f.All = p.faultNodes(e.val, path+".nodes", s)
 		} else {
@@ -1046,7 +1066,7 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 			} else {
 				var span time.Duration
 				switch f.Kind {
-				case faults.KindFreeze, faults.KindPause, faults.KindRestart, faults.KindClone, faults.KindStoreOutage:
+				case faults.KindFreeze, faults.KindPause, faults.KindRestart, faults.KindClone, faults.KindStoreOutage, faults.KindStorePause:
 					span = f.For
 				case faults.KindSmear:
 					span = f.Window
@@ -1128,6 +1148,8 @@ func (p *parser) faultParam(f *Fault, prm faults.Param, n *yaml.Node, key string
 			f.SameHolder = v
 		case "crash":
 			f.Crash = v
+		case "hang":
+			f.Hang = v
 		}
 	}
 }
@@ -1146,10 +1168,19 @@ func (p *parser) checkStoreOutage(s *Scenario) {
 		return
 	}
 	for i, f := range s.Faults {
-		if f.Kind == faults.KindStoreOutage {
+		switch {
+		case f.Kind == faults.KindStoreOutage:
 			p.errorf(&yaml.Node{Line: f.Line}, fmt.Sprintf("faults[%d]", i), "a store_outage needs a node with lease: memory (nothing leases, so nothing would be cut off)")
+		case storeClockFault(f.Kind):
+			p.errorf(&yaml.Node{Line: f.Line}, fmt.Sprintf("faults[%d]", i), "a %s needs a node with lease: memory (nothing leases, so the store's clock decides nothing)", f.Kind)
 		}
 	}
+}
+
+// storeClockFault reports whether k acts on the lease store's clock.
+func storeClockFault(k faults.Kind) bool {
+	_, ok := k.StoreClock()
+	return ok
 }
 
 // checkCrashHandoffs reports a crash handoff whose gap is shorter than

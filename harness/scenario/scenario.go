@@ -134,9 +134,18 @@ type Node struct {
 	// NoPeerClockCheck starts the node whatever its clock reads against its
 	// live peers' (peer_clock_check: off): only for negative controls.
 	NoPeerClockCheck bool
+	// NoFenceMargin opens the lease's fence for the whole TTL, with no
+	// safety margin for the store's clock running fast (fence_margin:
+	// off): only for negative controls.
+	NoFenceMargin bool
 	// PeerClockMaxSkew is the peer clock check's bound; zero means the
 	// lease package's default (1s).
 	PeerClockMaxSkew time.Duration
+	// Holder is the node's sticky lease holder identity (a StatefulSet's
+	// pod name): restarts and handoffs keep it, so a handed-off node
+	// claims its lease as the same holder; empty: the node's name,
+	// replaced by a new host's name on a handoff.
+	Holder string
 	// ClockOffset is the node's clock error at the start (wall minus true
 	// time).
 	ClockOffset time.Duration
@@ -222,6 +231,9 @@ type Target struct {
 	// its bound when non-zero.
 	PeerClockCheck   *bool
 	PeerClockMaxSkew time.Duration
+	// FenceMargin, when non-nil, switches the lease fence's safety margin
+	// on every node (off: a negative control).
+	FenceMargin *bool
 	// Exec is the command an exec target (Use "exec") runs; nil for the
 	// other targets.
 	Exec *Exec
@@ -281,6 +293,9 @@ func (t Target) Apply(n Node) Node {
 	}
 	if t.PeerClockMaxSkew != 0 {
 		n.PeerClockMaxSkew = t.PeerClockMaxSkew
+	}
+	if t.FenceMargin != nil {
+		n.NoFenceMargin = !*t.FenceMargin
 	}
 	return n
 }
@@ -386,6 +401,9 @@ type Fault struct {
 	Behind time.Duration
 	// Gap is how long the worker ID is unowned during a handoff.
 	Gap time.Duration
+	// Hang makes a store outage's calls hang until the caller's timeout
+	// instead of failing at once.
+	Hang bool
 	// Crash makes a handoff start with a crash (kill -9: no final mark, no
 	// lease release) instead of a graceful stop; the new host can take
 	// the worker ID only once the crashed holder's lease has expired, so
@@ -434,8 +452,12 @@ func (f Fault) Span(remaining time.Duration) time.Duration {
 			return remaining
 		}
 		return f.For
-	case faults.KindStoreOutage:
+	case faults.KindStoreOutage, faults.KindStorePause:
 		return f.For
+	case faults.KindStoreStep:
+		return max(f.By, -f.By)
+	case faults.KindStoreDrift:
+		return remaining
 	case faults.KindHandoff:
 		d := f.Gap
 		if f.Behind > f.Gap {

@@ -168,7 +168,7 @@ func (n *procNode) Start(ctx context.Context) error {
 			Registry: n.env.Leases, Holder: n.spec.Host, Range: n.spec.WorkerRange, TTL: n.spec.LeaseTTL, OneAttempt: true,
 			PeerClockMaxSkew: n.spec.PeerClockMaxSkew,
 			Controls: node.Controls{NoHandoffGuard: n.spec.NoHandoffGuard, NoPauseCheck: n.spec.NoPauseCheck, NoFence: n.spec.NoFence,
-				NoMarkWriteThrough: n.spec.NoMarkWriteThrough, NoPeerClockCheck: n.spec.NoPeerClockCheck},
+				NoMarkWriteThrough: n.spec.NoMarkWriteThrough, NoPeerClockCheck: n.spec.NoPeerClockCheck, NoFenceMargin: n.spec.NoFenceMargin},
 		}
 	}
 	nd, err := node.New(ctx, cfg)

@@ -111,7 +111,8 @@ type NodeSpec struct {
 	Name string
 	// Host identifies the host the node runs on; it is the lease holder.
 	// Restarts keep it; clones and handoffs get a new one (a clone with
-	// the original's identity keeps it).
+	// the original's identity keeps it, and so does a handoff of a node
+	// with a sticky holder identity, scenario.Node.Holder).
 	Host string
 	// Worker is the worker ID, or with a lease the preferred one.
 	Worker int64
@@ -153,6 +154,9 @@ type NodeSpec struct {
 	// PeerClockMaxSkew is the peer clock check's bound; zero means
 	// lease.DefaultPeerClockMaxSkew.
 	PeerClockMaxSkew time.Duration
+	// NoFenceMargin keeps the lease fence open for the whole TTL, with no
+	// safety margin (a negative control).
+	NoFenceMargin bool
 }
 
 // SpecOf returns the NodeSpec of a scenario node.
@@ -165,6 +169,10 @@ func SpecOf(n scenario.Node) NodeSpec {
 		Exec:               n.Exec,
 		NoMarkWriteThrough: n.NoMarkWriteThrough,
 		NoPeerClockCheck:   n.NoPeerClockCheck, PeerClockMaxSkew: n.PeerClockMaxSkew,
+		NoFenceMargin: n.NoFenceMargin,
+	}
+	if n.Holder != "" {
+		spec.Host = n.Holder // the identity the node keeps on every host
 	}
 	if r := n.WorkerRange; r != nil {
 		spec.WorkerRange = &lease.Range{Min: r.Min, Max: r.Max}

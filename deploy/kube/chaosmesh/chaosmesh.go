@@ -97,6 +97,11 @@ var Unmappable = map[faults.Kind]string{
 	faults.KindHandoff: "the new holder's clock must be behind from its first instant, so that its handoff guard compares " +
 		"against a late clock; TimeChaos attaches to a process already running (after the guard), and the StatefulSet brings " +
 		"back the same pod rather than another host",
+	faults.KindStoreStep: "TimeChaos could shift the lease store's wall clock, but Postgres, etcd and ZooKeeper decide expiry " +
+		"by their own time sources, which the harness cannot read to check a lease overrun; the store clock faults are simulated",
+	faults.KindStoreDrift: "TimeChaos cannot change a clock's rate; drift is a rate error",
+	faults.KindStorePause: "Chaos Mesh cannot stop a container's processes (no SIGSTOP or cgroup-freezer action), so the " +
+		"lease store cannot be paused",
 }
 
 // mappedKinds are the kinds the builder injects.

@@ -68,11 +68,14 @@ func oneFault(k faults.Kind) string {
 		faults.KindStep: "by: -5ms", faults.KindFreeze: "for: 100ms", faults.KindSmear: "by: -1s, window: 2s",
 		faults.KindSlew: "by: -1ms", faults.KindDrift: "ppm: 100", faults.KindPause: "for: 100ms",
 		faults.KindStoreOutage: "for: 1s", faults.KindHandoff: "behind: 20ms, gap: 5ms", faults.KindRestart: "for: 10ms",
-		faults.KindClone: "for: 1s",
+		faults.KindClone: "for: 1s", faults.KindStoreStep: "by: 1s", faults.KindStoreDrift: "ppm: 100", faults.KindStorePause: "for: 100ms",
 	}
-	p := ""
+	p := ", nodes: [a]"
+	if _, store := k.StoreClock(); store {
+		p = "" // the store's clock: no nodes
+	}
 	if v := params[k]; v != "" {
-		p = ", " + v
+		p += ", " + v
 	}
 	return `name: one
 duration: 4s
@@ -80,7 +83,7 @@ nodes:
   - {name: a, worker: 1, lease: memory}
 load: {rate: 100/s}
 faults:
-  - {at: 1s, kind: ` + string(k) + `, nodes: [a]` + p + `}
+  - {at: 1s, kind: ` + string(k) + p + `}
 invariants: [duplicates == 0]
 `
 }

@@ -144,8 +144,8 @@ func (t *Process) Start(ctx context.Context, spec target.NodeSpec, env target.En
 	switch kind := scenario.LeaseKind(spec.Lease); kind {
 	case scenario.LeaseNone:
 	case scenario.LeasePostgres, scenario.LeaseEtcd, scenario.LeaseZooKeeper:
-		if spec.WorkerRange != nil || spec.NoHandoffGuard || spec.NoPauseCheck {
-			return nil, fmt.Errorf("%w: node %s: snowchaos serve takes no worker range and always guards handoffs and checks pauses", target.ErrUnsupported, spec.Name)
+		if spec.WorkerRange != nil || spec.NoHandoffGuard || spec.NoPauseCheck || spec.NoFenceMargin {
+			return nil, fmt.Errorf("%w: node %s: snowchaos serve takes no worker range and always guards handoffs, checks pauses and keeps its fence margin", target.ErrUnsupported, spec.Name)
 		}
 		if kind == scenario.LeaseZooKeeper {
 			if _, _, err := zkurl.Parse(spec.Lease); err != nil {
