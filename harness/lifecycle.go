@@ -406,7 +406,11 @@ func (l *lifecycle) fault(fi int) {
 		for _, name := range f.Nodes {
 			sl := l.slot(name)
 			sl.host.advance(now)
-			if err := l.stopSlot(sl, target.StopOptions{Wipe: !f.KeepCheckpoint}, "restarting"); err != nil {
+			if f.Point != "" {
+				l.armCrash(fi, sl) // crashes inside a later call (crash.go)
+				continue
+			}
+			if err := l.stopSlot(sl, target.StopOptions{Graceful: f.Graceful, Wipe: !f.KeepCheckpoint}, "restarting"); err != nil {
 				l.stopFailed(fi, sl, err)
 			}
 			if f.OffsetWhileDown != 0 {

@@ -141,6 +141,9 @@ func (s *simDriver) arrival(c *client) {
 		sl.host.advance(arrive)
 	}
 	end, err := r.call(v, c.idx, arrive, s.buf, sl.host.now)
+	if sl.armed > 0 {
+		s.l.crashed(sl) // a crash point struck during the call
+	}
 	if errors.Is(err, generator.ErrFenced) {
 		// A closed fence wakes the node's lease keeper at once; the
 		// periodic event stays.

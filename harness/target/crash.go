@@ -1,0 +1,127 @@
+package target
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/snowchaos/snowchaos/faults"
+)
+
+// CrashPointer is implemented by nodes whose host can crash at a point
+// inside a call (faults.CrashPoints: a moment of the checkpoint's write of
+// a new mark, or mid-batch), placed exactly in simulated mode.
+//
+// What a crash loses is modelled as a killed process loses it: a mark
+// written but not synced is lost, a synced one stays; the call that
+// reached the point never answers (its IDs were never handed out); the
+// requests in flight at that moment were served and answered first.
+type CrashPointer interface {
+	// ArmCrash makes the node crash the first time a call reaches point
+	// (until the next Stop or Start). At the crash, before the node dies,
+	// inFlight is called once to serve the requests in flight at that
+	// moment (through Issue, with a context that allows no waiting); then
+	// the call that reached the point fails with ErrCrashed and every
+	// later call with ErrStopped, until Stop and Start.
+	ArmCrash(point string, inFlight func()) error
+	// Crashed reports whether an armed crash has struck.
+	Crashed() bool
+}
+
+// ErrCrashed: the node crashed at an armed point during the call; the
+// call's IDs were never handed out.
+var ErrCrashed = errors.New("target: node crashed during the call")
+
+// errDead is what the disk answers a write from a process that crashed.
+var errDead = errors.New("target: the process crashed before the write")
+
+// crashState is a node's armed crash point and the call it watches.
+type crashState struct {
+	mu       sync.Mutex
+	point    string // armed point; "" when none
+	inFlight func()
+	struck   bool
+	depth    int    // calls in progress (a crash strikes only inside one)
+	batch    bool   // the outermost call asks for more than one ID
+	issued   uint64 // the generator's issued count when it began
+	issuedFn func() uint64
+}
+
+// arm sets the point.
+func (c *crashState) arm(point string, inFlight func()) error {
+	if !slices.Contains(faults.CrashPoints(), point) {
+		return fmt.Errorf("%w: crash point %q (known: %v)", ErrUnsupported, point, faults.CrashPoints())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.point, c.inFlight, c.struck = point, inFlight, false
+	return nil
+}
+
+// reset disarms the point (a stop or start: a new process).
+func (c *crashState) reset() {
+	c.mu.Lock()
+	c.point, c.inFlight, c.struck, c.depth = "", nil, false, 0
+	c.mu.Unlock()
+}
+
+// dead reports whether the crash has struck.
+func (c *crashState) dead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.struck
+}
+
+// enter notes a call of n IDs beginning; issued reads the generator's
+// issued count (nil: none). It returns whether the call is the outermost.
+func (c *crashState) enter(n int, issued func() uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.depth++
+	if c.depth > 1 || c.point == "" {
+		return c.depth == 1
+	}
+	c.batch, c.issuedFn = n > 1, issued
+	if issued != nil {
+		c.issued = issued()
+	}
+	return true
+}
+
+// leave notes the call's end; it reports whether the crash struck during
+// an outermost call (whose answer is then lost).
+func (c *crashState) leave(outer bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.depth--
+	return outer && c.struck
+}
+
+// reach is called by the host's disk at point p of a write; it reports
+// whether the process is dead from now on (the disk then stops). The
+// crash strikes at the armed point inside a call: mid_batch at a write's
+// start once the call's batch has taken IDs.
+func (c *crashState) reach(p string) bool {
+	c.mu.Lock()
+	if c.struck {
+		c.mu.Unlock()
+		return true
+	}
+	hit := c.depth > 0 && c.point != "" && (c.point == p ||
+		(c.point == faults.PointMidBatch && p == faults.PointBeforeWrite && c.batch && c.issuedFn != nil && c.issuedFn() > c.issued))
+	if !hit {
+		c.mu.Unlock()
+		return false
+	}
+	f := c.inFlight
+	c.point, c.inFlight = "", nil
+	c.mu.Unlock()
+	if f != nil {
+		f() // the requests in flight are answered before the process dies
+	}
+	c.mu.Lock()
+	c.struck = true
+	c.mu.Unlock()
+	return true
+}
