@@ -92,9 +92,9 @@ func (r refIssuer) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 // generator package runs as a node.Node, composed as snowchaos serve
 // composes it; a reference generator runs bare.
 type procNode struct {
-	t    *InProcess
-	spec NodeSpec
-	env  Env
+	t     *InProcess
+	spec  NodeSpec
+	env   Env
 	host  *Host
 	disk  disk
 	crash crashState
