@@ -325,16 +325,21 @@ const (
 	// PointMidBatch: before the write of a mark that a batch call needs
 	// after it has already taken some IDs in earlier ticks.
 	PointMidBatch = "mid_batch"
+	// PointNewTick: a call has taken IDs in a tick later than the last
+	// one issued before it, and has not answered: what the requests in
+	// flight take in that tick must already be covered by the mark.
+	PointNewTick = "new_tick"
 )
 
 const crashPointsMeaning = "before_write (the new mark not written), before_sync (written, not synced: lost), " +
-	"after_sync (durable, the IDs not yet issued) or mid_batch (before the write a batch needs after its first IDs); " +
+	"after_sync (durable, the IDs not yet issued), mid_batch (before the write a batch needs after its first IDs) " +
+	"or new_tick (a call has taken IDs in a new tick, not yet answered); " +
 	"requests in flight at that moment are served first, without waiting, and what they got was issued; " +
 	"the call that reached the point never answers"
 
 // CrashPoints returns the crash points, in the order of a call.
 func CrashPoints() []string {
-	return []string{PointBeforeWrite, PointBeforeSync, PointAfterSync, PointMidBatch}
+	return []string{PointBeforeWrite, PointBeforeSync, PointAfterSync, PointMidBatch, PointNewTick}
 }
 
 // Specs returns the fault vocabulary, in document order. The slices are

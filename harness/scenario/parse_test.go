@@ -131,7 +131,7 @@ invariants: ["duplicates == 0"]
 		{"target lease scheme", base + "targets: [{name: wait, lease: redis://h:1}]\n", `6: targets[0].lease: want memory, none, postgres://..., etcd://host:port or zk://host:port[/root], found "redis://h:1"`},
 		{"crash on a restart", base + "faults: [{at: 1s, kind: restart, crash: true, nodes: [a]}]\n", `6: faults[0].crash: a restart fault takes only for, keep_checkpoint, offset_while_down, graceful, point`},
 		{"crash point unknown", strings.Replace(base, "worker: 1}", "worker: 1, checkpoint: on}", 1) + "faults: [{at: 1s, kind: restart, point: before_fsync, nodes: [a]}]\n",
-			`6: faults[0].point: a restart fault's "point" "before_fsync" is not one of before_write, before_sync, after_sync, mid_batch`},
+			`6: faults[0].point: a restart fault's "point" "before_fsync" is not one of before_write, before_sync, after_sync, mid_batch, new_tick`},
 		{"crash point and graceful", strings.Replace(base, "worker: 1}", "worker: 1, checkpoint: on}", 1) + "faults: [{at: 1s, kind: restart, point: after_sync, graceful: on, nodes: [a]}]\n",
 			`6: faults[0].point: a graceful restart does not crash: give point or graceful, not both`},
 		{"crash point wiped", strings.Replace(base, "worker: 1}", "worker: 1, checkpoint: on}", 1) + "faults: [{at: 1s, kind: restart, point: after_sync, keep_checkpoint: off, nodes: [a]}]\n",

@@ -7,11 +7,13 @@ import (
 	"sync"
 
 	"github.com/snowchaos/snowchaos/faults"
+	"github.com/snowchaos/snowchaos/generator"
 )
 
 // CrashPointer is implemented by nodes whose host can crash at a point
 // inside a call (faults.CrashPoints: a moment of the checkpoint's write of
-// a new mark, or mid-batch), placed exactly in simulated mode.
+// a new mark, mid-batch, or a call that issued in a new tick and has not
+// answered), placed exactly in simulated mode.
 //
 // What a crash loses is modelled as a killed process loses it: a mark
 // written but not synced is lost, a synced one stays; the call that
@@ -45,7 +47,8 @@ type crashState struct {
 	depth    int    // calls in progress (a crash strikes only inside one)
 	batch    bool   // the outermost call asks for more than one ID
 	issued   uint64 // the generator's issued count when it began
-	issuedFn func() uint64
+	tick     int64  // the generator's last issued tick when it began
+	stats    func() generator.Stats
 }
 
 // arm sets the point.
@@ -73,20 +76,37 @@ func (c *crashState) dead() bool {
 	return c.struck
 }
 
-// enter notes a call of n IDs beginning; issued reads the generator's
-// issued count (nil: none). It returns whether the call is the outermost.
-func (c *crashState) enter(n int, issued func() uint64) bool {
+// enter notes a call of n IDs beginning; stats reads the generator's
+// counters (nil: none). It returns whether the call is the outermost.
+func (c *crashState) enter(n int, stats func() generator.Stats) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.depth++
 	if c.depth > 1 || c.point == "" {
 		return c.depth == 1
 	}
-	c.batch, c.issuedFn = n > 1, issued
-	if issued != nil {
-		c.issued = issued()
+	c.batch, c.stats = n > 1, stats
+	if stats != nil {
+		st := stats()
+		c.issued, c.tick = st.Issued, st.LastTick
 	}
 	return true
+}
+
+// answered is called when the outermost call has its IDs and is about to
+// answer: a crash armed at new_tick strikes now if the call issued in a
+// tick later than the last one before it.
+func (c *crashState) answered() {
+	c.mu.Lock()
+	hit := c.point == faults.PointNewTick && c.stats != nil && !c.struck
+	if hit {
+		st := c.stats()
+		hit = st.Issued > c.issued && st.LastTick > c.tick
+	}
+	c.mu.Unlock()
+	if hit {
+		c.strike()
+	}
 }
 
 // leave notes the call's end; it reports whether the crash struck during
@@ -109,11 +129,18 @@ func (c *crashState) reach(p string) bool {
 		return true
 	}
 	hit := c.depth > 0 && c.point != "" && (c.point == p ||
-		(c.point == faults.PointMidBatch && p == faults.PointBeforeWrite && c.batch && c.issuedFn != nil && c.issuedFn() > c.issued))
+		(c.point == faults.PointMidBatch && p == faults.PointBeforeWrite && c.batch && c.stats != nil && c.stats().Issued > c.issued))
+	c.mu.Unlock()
 	if !hit {
-		c.mu.Unlock()
 		return false
 	}
+	c.strike()
+	return true
+}
+
+// strike serves the requests in flight, then kills the process.
+func (c *crashState) strike() {
+	c.mu.Lock()
 	f := c.inFlight
 	c.point, c.inFlight = "", nil
 	c.mu.Unlock()
@@ -123,5 +150,4 @@ func (c *crashState) reach(p string) bool {
 	c.mu.Lock()
 	c.struck = true
 	c.mu.Unlock()
-	return true
 }

@@ -228,17 +228,20 @@ func (n *procNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 		return 0, ErrStopped
 	}
 	n.host.WaitPause()
-	var issued func() uint64
+	var stats func() generator.Stats
 	if nd != nil {
-		issued = func() uint64 {
+		stats = func() generator.Stats {
 			if g := nd.Generator(); g != nil {
-				return g.Stats().Issued
+				return g.Stats()
 			}
-			return 0
+			return generator.Stats{}
 		}
 	}
-	outer := n.crash.enter(len(dst), issued)
+	outer := n.crash.enter(len(dst), stats)
 	k, err := is.Issue(ctx, dst)
+	if outer && k > 0 {
+		n.crash.answered()
+	}
 	if n.crash.leave(outer) {
 		return 0, ErrCrashed // the process died before it answered
 	}
