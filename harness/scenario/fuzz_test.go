@@ -23,6 +23,8 @@ func FuzzParse(f *testing.F) {
 		"faults: [{at: 1s, kind: handoff, crash: true, gap: 2s, behind: 3s, nodes: [a]}]\ninvariants: [\"duplicates == 0\"]\ntargets: [{name: w, use: wait, mark_write_through: on}]\n"))
 	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, lease: memory, peer_clock_max_skew: 2s}, {name: b, worker: 2, lease: memory}]\nload: {rate: 1/s}\n" +
 		"faults: [{at: 1s, kind: handoff, behind: 10s, nodes: [a]}]\ninvariants: [\"refused_starts == 1\"]\ntargets: [{name: w, use: wait, peer_clock_check: off, peer_clock_max_skew: 1h}]\n"))
+	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, checkpoint: on, reserve: 0}]\nload: {rate: 1/s, batch: 1500}\n" +
+		"faults: [{at: 1s, kind: restart, point: mid_batch, nodes: [a]}, {at: 2s, kind: restart, graceful: on}]\ninvariants: [\"restart_violations == 0\"]\ntargets: [{name: w, use: wait, reserve: 1h}]\n"))
 	f.Add([]byte("a: &a [*a]"))
 	f.Add([]byte("- - -"))
 	f.Add([]byte("name: [\n"))
