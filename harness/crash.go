@@ -59,14 +59,15 @@ func (l *lifecycle) inFlight(sl *slot) {
 
 // crashed handles an armed crash that struck during the call just
 // served: the node is stopped as a killed process (its disk keeps what
-// was synced) and comes back as the restart says.
-func (l *lifecycle) crashed(sl *slot) {
+// was synced) and comes back as the restart says. It reports whether the
+// crash struck.
+func (l *lifecycle) crashed(sl *slot) bool {
 	if sl.armed == 0 || sl.node == nil {
-		return
+		return false
 	}
 	cp, ok := sl.node.(target.CrashPointer)
 	if !ok || !cp.Crashed() {
-		return
+		return false
 	}
 	fi := sl.armed - 1
 	sl.armed = 0
@@ -83,4 +84,5 @@ func (l *lifecycle) crashed(sl *slot) {
 		l.d.schedule(now+f.For, upEvent{fi, sl.idx})
 	}
 	l.changed()
+	return true
 }
