@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
@@ -40,6 +41,9 @@ var errDead = errors.New("target: the process crashed before the write")
 
 // crashState is a node's armed crash point and the call it watches.
 type crashState struct {
+	// watch is set from arm to reset: while it is clear (every run
+	// without crash points) a call pays one atomic load, no lock.
+	watch    atomic.Bool
 	mu       sync.Mutex
 	point    string // armed point; "" when none
 	inFlight func()
@@ -59,6 +63,7 @@ func (c *crashState) arm(point string, inFlight func()) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.point, c.inFlight, c.struck = point, inFlight, false
+	c.watch.Store(true)
 	return nil
 }
 
@@ -66,31 +71,48 @@ func (c *crashState) arm(point string, inFlight func()) error {
 func (c *crashState) reset() {
 	c.mu.Lock()
 	c.point, c.inFlight, c.struck, c.depth = "", nil, false, 0
+	c.watch.Store(false)
 	c.mu.Unlock()
 }
 
 // dead reports whether the crash has struck.
 func (c *crashState) dead() bool {
+	if !c.watch.Load() {
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.struck
 }
 
+// Call tokens: how enter saw a call.
+const (
+	untracked = iota // nothing armed when it began
+	outermost        // the call a crash point watches
+	nested           // a request in flight, served inside it
+)
+
 // enter notes a call of n IDs beginning; stats reads the generator's
-// counters (nil: none). It returns whether the call is the outermost.
-func (c *crashState) enter(n int, stats func() generator.Stats) bool {
+// counters (nil: none). Its token goes to leave.
+func (c *crashState) enter(n int, stats func() generator.Stats) int {
+	if !c.watch.Load() {
+		return untracked
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.depth++
-	if c.depth > 1 || c.point == "" {
-		return c.depth == 1
+	if c.depth > 1 {
+		return nested
+	}
+	if c.point == "" {
+		return outermost
 	}
 	c.batch, c.stats = n > 1, stats
 	if stats != nil {
 		st := stats()
 		c.issued, c.tick = st.Issued, st.LastTick
 	}
-	return true
+	return outermost
 }
 
 // answered is called when the outermost call has its IDs and is about to
@@ -109,13 +131,16 @@ func (c *crashState) answered() {
 	}
 }
 
-// leave notes the call's end; it reports whether the crash struck during
-// an outermost call (whose answer is then lost).
-func (c *crashState) leave(outer bool) bool {
+// leave notes the end of the call enter gave tok; it reports whether the
+// crash struck during an outermost call (whose answer is then lost).
+func (c *crashState) leave(tok int) bool {
+	if tok == untracked {
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.depth--
-	return outer && c.struck
+	c.depth = max(c.depth-1, 0)
+	return tok == outermost && c.struck
 }
 
 // reach is called by the host's disk at point p of a write; it reports

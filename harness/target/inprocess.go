@@ -228,21 +228,24 @@ func (n *procNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 		return 0, ErrStopped
 	}
 	n.host.WaitPause()
-	var stats func() generator.Stats
-	if nd != nil {
-		stats = func() generator.Stats {
-			if g := nd.Generator(); g != nil {
-				return g.Stats()
+	tok := untracked
+	if n.crash.watch.Load() { // a crash point is armed (simulated runs only)
+		var stats func() generator.Stats
+		if nd != nil {
+			stats = func() generator.Stats {
+				if g := nd.Generator(); g != nil {
+					return g.Stats()
+				}
+				return generator.Stats{}
 			}
-			return generator.Stats{}
 		}
+		tok = n.crash.enter(len(dst), stats)
 	}
-	outer := n.crash.enter(len(dst), stats)
 	k, err := is.Issue(ctx, dst)
-	if outer && k > 0 {
+	if tok == outermost && k > 0 {
 		n.crash.answered()
 	}
-	if n.crash.leave(outer) {
+	if n.crash.leave(tok) {
 		return 0, ErrCrashed // the process died before it answered
 	}
 	if errors.Is(err, node.ErrStopped) {
