@@ -21,24 +21,33 @@ import (
 const inFlightClient = 1 << 20
 
 // armCrash arms restart fault fi's crash point on the slot's node; the
-// fault stays unconfirmed until the crash strikes.
-func (l *lifecycle) armCrash(fi int, sl *slot) {
+// fault stays unconfirmed until the crash strikes. It returns false when
+// the point cannot be placed: in real mode the fault is unconfirmed; on a
+// node that keeps no checkpoint (a known-bad reference generator, whose
+// every call is the same to it) the caller crashes it between calls now,
+// as a restart without a point, and the detail says so.
+func (l *lifecycle) armCrash(fi int, sl *slot) bool {
 	f := l.s.Faults[fi]
 	if !l.simulated() {
 		l.unconfirmed(fi, sl.name+": crash points are placed only in simulated mode")
-		return
+		return true
 	}
 	cp, ok := sl.node.(target.CrashPointer)
 	if !ok || sl.node == nil || !sl.up {
 		l.unconfirmed(fi, sl.name+": the node cannot crash at a point (not running, or its target has no crash points)")
-		return
+		return true
 	}
 	if err := cp.ArmCrash(f.Point, func() { l.inFlight(sl) }); err != nil {
+		if errors.Is(err, target.ErrUnsupported) && l.info.KnownBad {
+			l.detail(fi, sl.name+": "+err.Error()+": crashed between calls")
+			return false
+		}
 		l.unconfirmed(fi, sl.name+": "+err.Error())
-		return
+		return true
 	}
 	sl.armed = fi + 1
 	l.unconfirmed(fi, fmt.Sprintf("%s: crash armed at %s from %s", sl.name, f.Point, Duration(l.d.now())))
+	return true
 }
 
 // inFlight serves one single-ID request that was in flight on the slot's
