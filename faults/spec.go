@@ -289,6 +289,9 @@ var specs = []Spec{
 			{Name: "for", Type: ParamDuration, Where: InScenario, Max: MaxSpan, Meaning: "how long it stays down; 0 or absent: back at once"},
 			{Name: "keep_checkpoint", Type: ParamBool, Where: InScenario, Meaning: "the host's disk keeps the mark (absent: on)"},
 			{Name: "offset_while_down", Type: ParamDuration, Where: InScenario, Min: -MaxOffset, Max: MaxOffset, Meaning: "the host's clock is stepped by this much while the node is down"},
+			{Name: "graceful", Type: ParamBool, Where: InScenario, Meaning: "a planned stop instead of a crash: the generator closes, persisting the last issued tick as its mark"},
+			{Name: "point", Type: ParamChoice, Where: InScenario, Choices: CrashPoints(),
+				Meaning: "where the crash strikes inside a call, at or after `at` (absent: between calls): " + crashPointsMeaning},
 		}},
 	{Kind: KindClone, Scope: ScopeNode, Where: InScenario,
 		Effect: "a second node with the same configuration (worker ID) starts on another host",
@@ -320,6 +323,39 @@ var specs = []Spec{
 	{Kind: KindStorePause, Scope: ScopeStore, Where: InScenario,
 		Effect: "a VM pause of the lease store: its clock stands still and calls hang until the caller's timeout, then its clock jumps to the base time",
 		Params: []Param{{Name: "for", Type: ParamDuration, Required: true, Where: InScenario, Min: 1, Max: MaxSpan, Meaning: "how long"}}},
+}
+
+// Crash points: where a restart's crash strikes inside a call (its point
+// parameter). Each names a moment of the checkpoint's write of a new
+// mark; what the host's disk keeps is what was synced.
+const (
+	// PointBeforeWrite: the new mark is not yet written; the disk keeps
+	// the previous one.
+	PointBeforeWrite = "before_write"
+	// PointBeforeSync: the new mark is written but not synced; the crash
+	// loses the write, the disk keeps the previous mark.
+	PointBeforeSync = "before_sync"
+	// PointAfterSync: the new mark is durable; the call that reserved it
+	// has not issued (between reserving and issuing).
+	PointAfterSync = "after_sync"
+	// PointMidBatch: before the write of a mark that a batch call needs
+	// after it has already taken some IDs in earlier ticks.
+	PointMidBatch = "mid_batch"
+	// PointNewTick: a call has taken IDs in a tick later than the last
+	// one issued before it, and has not answered: what the requests in
+	// flight take in that tick must already be covered by the mark.
+	PointNewTick = "new_tick"
+)
+
+const crashPointsMeaning = "before_write (the new mark not written), before_sync (written, not synced: lost), " +
+	"after_sync (durable, the IDs not yet issued), mid_batch (before the write a batch needs after its first IDs) " +
+	"or new_tick (a call has taken IDs in a new tick, not yet answered); " +
+	"requests in flight at that moment are served first, without waiting, and what they got was issued; " +
+	"the call that reached the point never answers"
+
+// CrashPoints returns the crash points, in the order of a call.
+func CrashPoints() []string {
+	return []string{PointBeforeWrite, PointBeforeSync, PointAfterSync, PointMidBatch, PointNewTick}
 }
 
 // Specs returns the fault vocabulary, in document order. The slices are

@@ -40,7 +40,9 @@ type Settings struct {
 	// Reserve is how far ahead of the issuing tick the persisted mark is
 	// reserved; a new mark is written when issuing passes half of it, so
 	// one Save happens about every Reserve/2 while issuing steadily, and a
-	// restart waits at most about Reserve. Zero: 1s.
+	// restart waits at most about Reserve. Zero: 1s. NoReserve: no
+	// reservation ahead, the mark names the issuing tick itself (a Save
+	// at every new tick; for tests of the start fence's boundary).
 	Reserve time.Duration
 	// Fence gates every call; nil means always open.
 	Fence Fence
@@ -48,6 +50,11 @@ type Settings struct {
 	// lead changes, checkpoints). Nil: none.
 	Observer Observer
 }
+
+// NoReserve is the Settings.Reserve that reserves nothing ahead: each
+// mark names the tick about to be issued in, so a restart finds a mark
+// equal to the last issued tick. It costs one Save per tick.
+const NoReserve time.Duration = -1
 
 // Defaults for zero Settings fields.
 const (
@@ -221,6 +228,9 @@ func New(s Settings) (*Generator, error) {
 		v    *time.Duration
 		def  time.Duration
 	}{{"MaxWait", &s.MaxWait, defaultMaxWait}, {"MaxLead", &s.MaxLead, defaultMaxLead}, {"Reserve", &s.Reserve, defaultReserve}} {
+		if f.v == &s.Reserve && *f.v == NoReserve {
+			continue
+		}
 		if *f.v < 0 {
 			return nil, fmt.Errorf("%w: %s = %v, want >= 0", ErrInvalidSettings, f.name, *f.v)
 		}
@@ -253,7 +263,7 @@ func New(s Settings) (*Generator, error) {
 		nodePart:  uint64(s.Node) << l.SeqBits,
 		maxWait:   int64(s.MaxWait),
 		maxLead:   int64(s.MaxLead),
-		reserve:   int64(s.Reserve),
+		reserve:   max(int64(s.Reserve), 0),
 		policy:    s.Policy,
 		settings:  s,
 	}

@@ -415,21 +415,10 @@ func (l *lifecycle) fault(fi int) {
 		for _, name := range f.Nodes {
 			sl := l.slot(name)
 			sl.host.advance(now)
-			if err := l.stopSlot(sl, target.StopOptions{Wipe: !f.KeepCheckpoint}, "restarting"); err != nil {
-				l.stopFailed(fi, sl, err)
+			if f.Point != "" && l.armCrash(fi, sl) {
+				continue // crashes inside a later call (crash.go)
 			}
-			if f.OffsetWhileDown != 0 {
-				step := faults.Fault{Kind: faults.KindStep, By: f.OffsetWhileDown}
-				applyShadow(sl.host.shadow, step)
-				if ctl := clockOf(sl); ctl != nil {
-					_ = ctl.Apply(l.ctx, step)
-				}
-			}
-			if f.For == 0 {
-				l.bringUp(fi, sl)
-			} else {
-				l.d.schedule(now+f.For, upEvent{fi, sl.idx})
-			}
+			l.restartNode(fi, sl)
 		}
 	case faults.KindHandoff:
 		sl := l.slot(f.Nodes[0])
@@ -456,6 +445,27 @@ func (l *lifecycle) fault(fi int) {
 		l.storeClockFault(fi)
 	default:
 		l.clockFault(fi)
+	}
+}
+
+// restartNode stops the slot's node now (a crash, or a graceful stop)
+// and brings it back as restart fault fi says.
+func (l *lifecycle) restartNode(fi int, sl *slot) {
+	f := l.s.Faults[fi]
+	if err := l.stopSlot(sl, target.StopOptions{Graceful: f.Graceful, Wipe: !f.KeepCheckpoint}, "restarting"); err != nil {
+		l.stopFailed(fi, sl, err)
+	}
+	if f.OffsetWhileDown != 0 {
+		step := faults.Fault{Kind: faults.KindStep, By: f.OffsetWhileDown}
+		applyShadow(sl.host.shadow, step)
+		if ctl := clockOf(sl); ctl != nil {
+			_ = ctl.Apply(l.ctx, step)
+		}
+	}
+	if f.For == 0 {
+		l.bringUp(fi, sl)
+	} else {
+		l.d.schedule(l.d.now()+f.For, upEvent{fi, sl.idx})
 	}
 }
 

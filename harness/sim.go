@@ -143,6 +143,15 @@ func (s *simDriver) arrival(c *client) {
 		sl.host.advance(arrive)
 	}
 	end, err := r.call(v, c.idx, arrive, s.buf, sl.host.now)
+	if sl.armed > 0 && s.l.crashed(sl) {
+		// A crash point struck during the call: its client, whose
+		// connection broke, sends the request again at once (to the new
+		// incarnation when the restart brought it back at once).
+		if v := sl.current(); v.up {
+			sl.host.advance(end)
+			end, err = r.call(v, c.idx, end, s.buf, sl.host.now)
+		}
+	}
 	if errors.Is(err, generator.ErrFenced) {
 		// A closed fence wakes the node's lease keeper at once; the
 		// periodic event stays.

@@ -39,6 +39,7 @@ type slot struct {
 	series      *NodeSeries
 	nm          *telemetry.NodeMetrics
 	downReason  string
+	armed       int // restart fault index + 1 whose crash point is armed; 0: none
 
 	view atomic.Pointer[view]
 }

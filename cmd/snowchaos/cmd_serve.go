@@ -72,6 +72,7 @@ type serveFlags struct {
 	layout, epoch, policy   string
 	maxWait, maxLead        time.Duration
 	reserve                 time.Duration
+	noReserve               bool
 	checkpoint              string
 	maxBatch                int
 	requestTimeout          time.Duration
@@ -111,6 +112,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.DurationVar(&f.maxWait, "max-wait", time.Second, "per-call wait bound (rewinds and sequence exhaustion)")
 	fs.DurationVar(&f.maxLead, "max-lead", time.Second, "logical policy's lead bound")
 	fs.DurationVar(&f.reserve, "reserve", 0, "how far ahead the persisted mark is reserved (0: 1s)")
+	fs.BoolVar(&f.noReserve, "no-reserve", false, "reserve nothing ahead: each mark names the tick it is written for (an fsync per tick; for tests of the start fence)")
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "file persisting the high-water mark across restarts")
 	fs.IntVar(&f.maxBatch, "max-batch", server.DefaultMaxBatch, "largest count /v1/ids accepts")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "deadline of each ID request")
@@ -227,6 +229,13 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 	if err := checkServeFlags(f, layout); err != nil {
 		return nil, err
 	}
+	reserve := f.reserve
+	if f.noReserve {
+		if reserve != 0 {
+			return nil, fmt.Errorf("--no-reserve with --reserve %v: give one of them", reserve)
+		}
+		reserve = generator.NoReserve
+	}
 
 	n.tracer, err = tracing.Setup(ctx, f.tracingServiceName)
 	if err != nil {
@@ -239,7 +248,7 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 
 	nc := node.Config{
 		Settings: generator.Settings{
-			Layout: layout, Node: f.worker, Policy: policy, MaxWait: f.maxWait, MaxLead: f.maxLead, Reserve: f.reserve,
+			Layout: layout, Node: f.worker, Policy: policy, MaxWait: f.maxWait, MaxLead: f.maxLead, Reserve: reserve,
 		},
 		FaultClock:  token != "" || f.faultClock,
 		ClockOffset: f.clockOffset,

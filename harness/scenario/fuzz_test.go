@@ -27,6 +27,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, worker_range: 1-1, holder: pod-a, lease: memory, fence_margin: off}]\nload: {rate: 1/s}\n" +
 		"faults: [{at: 1s, kind: store_drift, ppm: 50000}, {at: 2s, kind: store_step, by: 1s}, {at: 3s, kind: store_pause, for: 1s}, {at: 5s, kind: store_outage, for: 1s, hang: on, nodes: [a]}]\n" +
 		"invariants: [\"lease_overruns == 0\"]\ntargets: [{name: w, use: wait, fence_margin: on}]\n"))
+	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, checkpoint: on, reserve: 0}]\nload: {rate: 1/s, batch: 1500}\n" +
+		"faults: [{at: 1s, kind: restart, point: mid_batch, nodes: [a]}, {at: 2s, kind: restart, graceful: on}]\ninvariants: [\"restart_violations == 0\"]\ntargets: [{name: w, use: wait, reserve: 1h}]\n"))
 	f.Add([]byte("a: &a [*a]"))
 	f.Add([]byte("- - -"))
 	f.Add([]byte("name: [\n"))

@@ -405,6 +405,7 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 	}
 	p.checkStoreOutage(s)
 	p.checkCrashHandoffs(s)
+	p.checkCrashPoints(s)
 	hasTargetInvariants := false
 	for _, t := range s.Targets {
 		hasTargetInvariants = hasTargetInvariants || len(t.Invariants) > 0
@@ -484,7 +485,7 @@ func (p *parser) nodes(n *yaml.Node) []Node {
 		}
 		nd.MaxWait = p.optDuration(m, "max_wait", path)
 		nd.MaxLead = p.optDuration(m, "max_lead", path)
-		nd.Reserve = p.optDuration(m, "reserve", path)
+		nd.Reserve = p.reserve(m, path)
 		if e, ok := m["checkpoint"]; ok {
 			nd.Checkpoint, _ = p.boolean(e.val, path+".checkpoint")
 		}
@@ -558,6 +559,31 @@ func (p *parser) optDuration(m map[string]entry, key, path string) time.Duration
 		return 0
 	}
 	d, _ := p.duration(e.val, join(path, key), false)
+	return d
+}
+
+// MaxReserve bounds a node's reserve (the serve command's --reserve
+// has the same bound).
+const MaxReserve = time.Hour
+
+// reserve parses a reserve within [0, MaxReserve]; an explicit 0 is
+// generator.NoReserve (absent: the generator's default).
+func (p *parser) reserve(m map[string]entry, path string) time.Duration {
+	e, ok := m["reserve"]
+	if !ok {
+		return 0
+	}
+	d, ok := p.duration(e.val, path+".reserve", false)
+	if !ok {
+		return 0
+	}
+	if d > MaxReserve {
+		p.errorf(e.val, path+".reserve", "%s is out of range [0, %s]", FormatDuration(d), FormatDuration(MaxReserve))
+		return 0
+	}
+	if d == 0 {
+		return generator.NoReserve
+	}
 	return d
 }
 
@@ -723,7 +749,7 @@ func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 			}
 			t.MaxWait = p.optDuration(m, "max_wait", path)
 			t.MaxLead = p.optDuration(m, "max_lead", path)
-			t.Reserve = p.optDuration(m, "reserve", path)
+			t.Reserve = p.reserve(m, path)
 			if e, ok := m["lease"]; ok {
 				t.Lease = p.lease(e.val, path+".lease")
 			}
@@ -1040,6 +1066,12 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 		if f.Direction != "" && !f.Partition {
 			p.errorf(it, path+".direction", "a direction needs nodes: only a partition has one")
 		}
+		if f.Point != "" && f.Graceful {
+			p.errorf(m["point"].val, path+".point", "a graceful restart does not crash: give point or graceful, not both")
+		}
+		if f.Point != "" && !f.KeepCheckpoint {
+			p.errorf(m["point"].val, path+".point", "a crash point is a moment of the checkpoint's write: it needs keep_checkpoint on")
+		}
 		if f.Kind == faults.KindHandoff && len(f.Nodes) != 1 {
 			p.errorf(it, path+".nodes", "a handoff moves one node's worker ID: name exactly one node")
 		}
@@ -1133,8 +1165,11 @@ func (p *parser) faultParam(f *Fault, prm faults.Param, n *yaml.Node, key string
 			p.errorf(n, key, "a %s fault's %v", f.Kind, err)
 			return
 		}
-		if prm.Name == "direction" {
+		switch prm.Name {
+		case "direction":
 			f.Direction = v
+		case "point":
+			f.Point = v
 		}
 	case faults.ParamBool:
 		v, ok := p.boolean(n, key)
@@ -1150,6 +1185,8 @@ func (p *parser) faultParam(f *Fault, prm faults.Param, n *yaml.Node, key string
 			f.Crash = v
 		case "hang":
 			f.Hang = v
+		case "graceful":
+			f.Graceful = v
 		}
 	}
 }
@@ -1181,6 +1218,29 @@ func (p *parser) checkStoreOutage(s *Scenario) {
 func storeClockFault(k faults.Kind) bool {
 	_, ok := k.StoreClock()
 	return ok
+}
+
+// checkCrashPoints reports a crash point on a node that has no checkpoint
+// under some target: no call would ever reach the point.
+func (p *parser) checkCrashPoints(s *Scenario) {
+	for i, f := range s.Faults {
+		if f.Point == "" {
+			continue
+		}
+		for _, name := range f.Nodes {
+			n, ok := s.Node(name)
+			if !ok {
+				continue
+			}
+			for _, t := range s.Targets {
+				if !t.Apply(n).Checkpoint {
+					p.errorf(&yaml.Node{Line: f.Line}, fmt.Sprintf("faults[%d].point", i),
+						"crash point %s on node %s, which has no checkpoint under target %s: no call would reach it", f.Point, n.Name, t.Name)
+					break
+				}
+			}
+		}
+	}
 }
 
 // checkCrashHandoffs reports a crash handoff whose gap is shorter than

@@ -134,7 +134,18 @@ invariants: ["duplicates == 0"]
 		{"lease zk no port", strings.Replace(base, "worker: 1}", "worker: 1, lease: zk://127.0.0.1/x}", 1), `3: nodes[0].lease: lease: invalid config: zookeeper URL "zk://127.0.0.1/x": server "127.0.0.1": want host:port`},
 		{"lease zk root", strings.Replace(base, "worker: 1}", "worker: 1, lease: zk://127.0.0.1:2181/a//b}", 1), `empty, . or .. segment`},
 		{"target lease scheme", base + "targets: [{name: wait, lease: redis://h:1}]\n", `6: targets[0].lease: want memory, none, postgres://..., etcd://host:port or zk://host:port[/root], found "redis://h:1"`},
-		{"crash on a restart", base + "faults: [{at: 1s, kind: restart, crash: true, nodes: [a]}]\n", `6: faults[0].crash: a restart fault takes only for, keep_checkpoint, offset_while_down`},
+		{"crash on a restart", base + "faults: [{at: 1s, kind: restart, crash: true, nodes: [a]}]\n", `6: faults[0].crash: a restart fault takes only for, keep_checkpoint, offset_while_down, graceful, point`},
+		{"crash point unknown", strings.Replace(base, "worker: 1}", "worker: 1, checkpoint: on}", 1) + "faults: [{at: 1s, kind: restart, point: before_fsync, nodes: [a]}]\n",
+			`6: faults[0].point: a restart fault's "point" "before_fsync" is not one of before_write, before_sync, after_sync, mid_batch, new_tick`},
+		{"crash point and graceful", strings.Replace(base, "worker: 1}", "worker: 1, checkpoint: on}", 1) + "faults: [{at: 1s, kind: restart, point: after_sync, graceful: on, nodes: [a]}]\n",
+			`6: faults[0].point: a graceful restart does not crash: give point or graceful, not both`},
+		{"crash point wiped", strings.Replace(base, "worker: 1}", "worker: 1, checkpoint: on}", 1) + "faults: [{at: 1s, kind: restart, point: after_sync, keep_checkpoint: off, nodes: [a]}]\n",
+			`6: faults[0].point: a crash point is a moment of the checkpoint's write: it needs keep_checkpoint on`},
+		{"crash point no checkpoint", base + "faults: [{at: 1s, kind: restart, point: before_write, nodes: [a]}]\n",
+			`6: faults[0].point: crash point before_write on node a, which has no checkpoint under target declared: no call would reach it`},
+		{"graceful value", base + "faults: [{at: 1s, kind: restart, graceful: soon, nodes: [a]}]\n", `6: faults[0].graceful: want on or off`},
+		{"reserve negative", strings.Replace(base, "worker: 1}", "worker: 1, reserve: -1ms}", 1), `3: nodes[0].reserve:`},
+		{"reserve above max", strings.Replace(base, "worker: 1}", "worker: 1, reserve: 2h}", 1), `3: nodes[0].reserve: 2h0m0s is out of range [0, 1h0m0s]`},
 		{"crash value", base + "faults: [{at: 1s, kind: handoff, crash: hard, nodes: [a]}]\n", `6: faults[0].crash: want on or off`},
 		{"crash gap below ttl", strings.Replace(base, "worker: 1}", "worker: 1, lease: memory, lease_ttl: 2s}", 1) + "faults: [{at: 1s, kind: handoff, crash: true, gap: 1500ms, behind: 3s, nodes: [a]}]\n",
 			`6: faults[0].gap: a crash handoff's gap (1.5s) must be at least node a's lease TTL (2s under target declared): until the crashed holder's lease expires no other host can take its worker ID`},
@@ -167,6 +178,41 @@ invariants: ["duplicates == 0"]
 				}
 			}
 		})
+	}
+}
+
+// TestParseCrashPoints: a restart's point and graceful parameters, and an
+// explicit reserve: 0 (no reservation ahead).
+func TestParseCrashPoints(t *testing.T) {
+	src := `name: x
+duration: 10s
+nodes: [{name: a, worker: 1, checkpoint: on, reserve: 0}, {name: b, worker: 2, checkpoint: on}]
+load: {rate: 100/s}
+faults:
+  - {at: 1s, kind: restart, point: mid_batch, nodes: [a]}
+  - {at: 2s, kind: restart, graceful: on, nodes: [b]}
+  - {at: 3s, kind: restart, nodes: [b]}
+invariants: ["duplicates == 0"]
+targets: [wait, {name: big, use: wait, reserve: 20ms}]
+`
+	s, err := Parse("f.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Nodes[0].Reserve != generator.NoReserve || s.Nodes[1].Reserve != 0 {
+		t.Fatalf("reserves %v, %v: want NoReserve for reserve: 0, 0 when absent", s.Nodes[0].Reserve, s.Nodes[1].Reserve)
+	}
+	if f := s.Faults[0]; f.Point != faults.PointMidBatch || f.Graceful || !f.KeepCheckpoint {
+		t.Fatalf("fault 0: %+v", f)
+	}
+	if f := s.Faults[1]; f.Point != "" || !f.Graceful {
+		t.Fatalf("fault 1: %+v", f)
+	}
+	if f := s.Faults[2]; f.Point != "" || f.Graceful {
+		t.Fatalf("fault 2: %+v", f)
+	}
+	if got := s.Targets[1].Apply(s.Nodes[0]).Reserve; got != 20*time.Millisecond {
+		t.Fatalf("target override of reserve: %v", got)
 	}
 }
 

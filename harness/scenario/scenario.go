@@ -93,7 +93,8 @@ type Node struct {
 	// MaxLead bounds the logical policy's lead; zero means the default.
 	MaxLead time.Duration
 	// Reserve is how far ahead the checkpoint mark is reserved; zero
-	// means the generator default.
+	// means the generator default, generator.NoReserve (reserve: 0 in a
+	// file) none: the mark names the issuing tick.
 	Reserve time.Duration
 	// Layout is the bit layout, from a preset name or any T/N/S[@tick]
 	// split of the 63 bits (generator.ParseLayout), with Epoch applied.
@@ -409,6 +410,13 @@ type Fault struct {
 	// the worker ID only once the crashed holder's lease has expired, so
 	// Gap must be at least the lease TTL.
 	Crash bool
+	// Graceful makes a restart a planned stop: the generator closes,
+	// persisting the last issued tick as its mark, instead of crashing.
+	Graceful bool
+	// Point, when set, places a restart's crash inside a call (one of
+	// faults.CrashPoints): the node crashes the first time a call reaches
+	// it at or after At, instead of at At between calls.
+	Point string
 	// Observe is the length of the fault's observation window from At;
 	// zero means Span() plus DefaultTail.
 	Observe time.Duration

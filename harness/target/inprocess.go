@@ -42,8 +42,9 @@ type InProcess struct {
 }
 
 var (
-	_ Target    = (*InProcess)(nil)
-	_ LeaseNode = (*procNode)(nil)
+	_ Target       = (*InProcess)(nil)
+	_ LeaseNode    = (*procNode)(nil)
+	_ CrashPointer = (*procNode)(nil)
 )
 
 // Info implements Target.
@@ -68,6 +69,7 @@ func (t *InProcess) Start(ctx context.Context, spec NodeSpec, env Env) (Node, er
 		return nil, fmt.Errorf("%w: no base clock", ErrUnsupported)
 	}
 	n := &procNode{t: t, spec: spec, env: env, host: NewHost(env.Base, spec.ClockOffset)}
+	n.disk.crash = &n.crash
 	if err := n.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -90,11 +92,12 @@ func (r refIssuer) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 // generator package runs as a node.Node, composed as snowchaos serve
 // composes it; a reference generator runs bare.
 type procNode struct {
-	t    *InProcess
-	spec NodeSpec
-	env  Env
-	host *Host
-	disk disk
+	t     *InProcess
+	spec  NodeSpec
+	env   Env
+	host  *Host
+	disk  disk
+	crash crashState
 
 	mu struct {
 		sync.RWMutex
@@ -105,10 +108,14 @@ type procNode struct {
 }
 
 // disk is the host's persisted checkpoint: it survives restarts and is lost
-// only when wiped.
+// only when wiped. A Save replaces the mark, as generator.FileCheckpoint's
+// rename does (a graceful stop's final mark may be below the reserved
+// one). It writes, then syncs; a crash at an armed point between them
+// (crash.reach) loses the write, and a crashed process writes nothing.
 type disk struct {
-	mu   sync.Mutex
-	mark int64
+	crash *crashState
+	mu    sync.Mutex
+	mark  int64
 }
 
 func (d *disk) Load() (int64, error) {
@@ -118,9 +125,17 @@ func (d *disk) Load() (int64, error) {
 }
 
 func (d *disk) Save(_ context.Context, mark int64) error {
+	if d.crash.reach(faults.PointBeforeWrite) {
+		return errDead
+	}
+	// Written to the page cache: a crash before the sync loses it.
+	if d.crash.reach(faults.PointBeforeSync) {
+		return errDead
+	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.mark = max(d.mark, mark)
+	d.mark = mark
+	d.mu.Unlock()
+	d.crash.reach(faults.PointAfterSync) // durable: a crash now keeps it
 	return nil
 }
 
@@ -137,6 +152,7 @@ func (n *procNode) Start(ctx context.Context) error {
 	if n.mu.node != nil || n.mu.ref != nil {
 		return nil
 	}
+	n.crash.reset()
 	s := generator.Settings{
 		Layout: n.spec.Layout, Node: n.spec.Worker, Policy: n.spec.Policy,
 		MaxWait: n.spec.MaxWait, MaxLead: n.spec.MaxLead, Reserve: n.spec.Reserve,
@@ -208,13 +224,47 @@ func (n *procNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 	default:
 		return 0, ErrStopped
 	}
+	if n.crash.dead() {
+		return 0, ErrStopped
+	}
 	n.host.WaitPause()
+	tok := untracked
+	if n.crash.watch.Load() { // a crash point is armed (simulated runs only)
+		var stats func() generator.Stats
+		if nd != nil {
+			stats = func() generator.Stats {
+				if g := nd.Generator(); g != nil {
+					return g.Stats()
+				}
+				return generator.Stats{}
+			}
+		}
+		tok = n.crash.enter(len(dst), stats)
+	}
 	k, err := is.Issue(ctx, dst)
+	if tok == outermost && k > 0 {
+		n.crash.answered()
+	}
+	if n.crash.leave(tok) {
+		return 0, ErrCrashed // the process died before it answered
+	}
 	if errors.Is(err, node.ErrStopped) {
 		err = ErrStopped
 	}
 	return k, err
 }
+
+// ArmCrash implements CrashPointer (the generator package's nodes only: a
+// reference generator keeps no checkpoint).
+func (n *procNode) ArmCrash(point string, inFlight func()) error {
+	if n.t.Reference != "" {
+		return fmt.Errorf("%w: %s keeps no checkpoint, so no call reaches a crash point", ErrUnsupported, n.t.Reference)
+	}
+	return n.crash.arm(point, inFlight)
+}
+
+// Crashed implements CrashPointer.
+func (n *procNode) Crashed() bool { return n.crash.dead() }
 
 // Stop implements Node.
 func (n *procNode) Stop(ctx context.Context, o StopOptions) error {
@@ -232,6 +282,7 @@ func (n *procNode) Stop(ctx context.Context, o StopOptions) error {
 		n.mu.leases = n.mu.leases.Add(nd.LeaseStats().Counters)
 		n.mu.Unlock()
 	}
+	n.crash.reset()
 	if o.Wipe {
 		n.disk.wipe()
 	}

@@ -524,6 +524,13 @@ func (b *builder) restart(f scenario.Fault) {
 		missing = append(missing, "keep_checkpoint off: the checkpoint lives on the pod's PersistentVolumeClaim, which a pod kill "+
 			"keeps, and Chaos Mesh cannot wipe a volume")
 	}
+	if f.Graceful {
+		missing = append(missing, "graceful: the pod is killed with grace period 0 (a crash), so no final mark is written")
+	}
+	if f.Point != "" {
+		missing = append(missing, fmt.Sprintf("point %s: a crash inside a call is placed only in simulated mode; the pod is killed at the fault's time, "+
+			"wherever its calls are", f.Point))
+	}
 	if len(missing) > 0 {
 		m.Status, m.Reason = Partial, strings.Join(missing, "; ")
 	}

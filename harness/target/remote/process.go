@@ -328,6 +328,8 @@ func (n *procNode) args() []string {
 	}
 	if n.spec.Reserve > 0 {
 		a = append(a, "--reserve", n.spec.Reserve.String())
+	} else if n.spec.Reserve == generator.NoReserve {
+		a = append(a, "--no-reserve")
 	}
 	if n.spec.Checkpoint {
 		a = append(a, "--checkpoint", filepath.Join(n.dir, "mark"))
