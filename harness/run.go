@@ -385,7 +385,11 @@ func (r *run) finish(res *Result, events uint64) {
 	if r.mu.tl != nil {
 		res.Timeline = r.mu.tl.result()
 	}
-	res.Checks = evaluate(r.s, r.st.Name, vr, res.Faults, res.Figures)
+	var cal *Calibration
+	if !r.simulated() {
+		cal = r.opts.Calibration
+	}
+	res.Checks = evaluate(r.s, r.st.Name, vr, res.Faults, res.Figures, cal)
 	if judged != nil {
 		res.Checks = append(res.Checks, judgeCheck(*judged, res.Figures))
 	}

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/extclock"
 	"github.com/snowchaos/snowchaos/harness/extclock/faketime"
-	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/internal/testenv"
 )
 

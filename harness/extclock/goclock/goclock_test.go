@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/extclock"
 	"github.com/snowchaos/snowchaos/harness/extclock/goclock"
-	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/internal/testenv"
 )
 
