@@ -35,7 +35,7 @@ const (
 	// MaxTolerance bounds the tolerance: on a machine whose jitter calls
 	// for more, a timing figure says nothing about the target, and the
 	// timing checks are unknown (with the reason) instead of passing.
-	MaxTolerance = 100 * time.Millisecond
+	MaxTolerance = 200 * time.Millisecond
 )
 
 // Jitter is a distribution of measured delays.
@@ -246,4 +246,102 @@ func realNA(s *scenario.Scenario, t scenario.Target, mode scenario.Mode) string 
 		return "not judged in real mode: " + t.RealNA
 	}
 	return ""
+}
+
+// Stall is the timer jitter measured while a real-mode run ran: a probe
+// goroutine sleeps CalibrationSleep in a loop beside the run's clients,
+// so it sees the same preemptions, and records each overshoot.
+type Stall struct {
+	// Samples is how many sleeps the probe measured.
+	Samples int `json:"samples"`
+	// Overshoot is how late they returned.
+	Overshoot Jitter `json:"overshoot"`
+}
+
+// RealInfo is what a real-mode run was judged with.
+type RealInfo struct {
+	// Stall is the jitter measured while the run ran (nil when the run
+	// did not get to start).
+	Stall *Stall `json:"stall,omitempty"`
+	// Tolerance is what the run's timing bounds were widened by: the
+	// suite's calibration, raised when the machine got busier during
+	// the run (see Calibration.during).
+	Tolerance Duration `json:"tolerance_seconds"`
+	// TooNoisy is set when that tolerance would exceed MaxTolerance.
+	TooNoisy bool `json:"too_noisy,omitempty"`
+	// Raised is set when the run's probe raised the tolerance above the
+	// suite's calibration.
+	Raised bool `json:"raised,omitempty"`
+}
+
+// String renders what the run was judged with.
+func (ri *RealInfo) String() string {
+	s := fmt.Sprintf("timing tolerance %s", ri.Tolerance)
+	if ri.Stall != nil {
+		s += fmt.Sprintf(" (1ms sleep overshoot during the run, %d samples: %s)", ri.Stall.Samples, ri.Stall.Overshoot)
+	}
+	if ri.TooNoisy {
+		s += ": above the bound, timing checks unknown"
+	}
+	return s
+}
+
+// maxStallSamples bounds the probe's memory (a 10 min run at 1 ms).
+const maxStallSamples = 700000
+
+// stallProbe is a running probe; stop ends it and returns what it saw.
+type stallProbe struct {
+	quit chan struct{}
+	done chan []time.Duration
+	res  *Stall
+}
+
+// startStallProbe starts a probe on p.
+func startStallProbe(p Prober) *stallProbe {
+	quit, done := make(chan struct{}), make(chan []time.Duration, 1)
+	s := &stallProbe{quit: quit, done: done}
+	go func() {
+		var ds []time.Duration
+		for len(ds) < maxStallSamples {
+			select {
+			case <-quit:
+				done <- ds
+				return
+			default:
+			}
+			ds = append(ds, max(p.Sleep(CalibrationSleep)-CalibrationSleep, 0))
+		}
+		<-quit
+		done <- ds
+	}()
+	return s
+}
+
+// stop ends the probe (once; later calls return the same result) and
+// summarizes it; nil when it measured nothing.
+func (s *stallProbe) stop() *Stall {
+	if s.quit == nil {
+		return s.res
+	}
+	close(s.quit)
+	s.quit = nil
+	if ds := <-s.done; len(ds) > 0 {
+		s.res = &Stall{Samples: len(ds), Overshoot: jitterOf(ds)}
+	}
+	return s.res
+}
+
+// during returns the calibration a run is judged with: c, with its
+// tolerance raised when the run's own probe saw a worse overshoot than
+// the calibration did (the machine got busier: other processes, the
+// run's own goroutines). The formula is the calibration's, on the worse
+// of the two.
+func (c *Calibration) during(st *Stall) *Calibration {
+	out := *c
+	if st == nil || st.Overshoot.Max <= c.Sleep.Max {
+		return &out
+	}
+	t, noisy := tolerance(time.Duration(st.Overshoot.Max) + time.Duration(c.Wake.Max))
+	out.Tolerance, out.TooNoisy = max(c.Tolerance, t), noisy || c.TooNoisy
+	return &out
 }

@@ -69,7 +69,7 @@ func TestCalibrateNegativeAndNoisy(t *testing.T) {
 	if c.Sleep.Max != 0 || c.Wake.Max != 0 || c.Tolerance != Duration(ToleranceStep) {
 		t.Errorf("got %s: want zero jitter and the minimum tolerance", c)
 	}
-	c, err = Calibrate(&fakeProber{over: []time.Duration{40 * time.Millisecond}, wake: []time.Duration{time.Microsecond}}, 10)
+	c, err = Calibrate(&fakeProber{over: []time.Duration{80 * time.Millisecond}, wake: []time.Duration{time.Microsecond}}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -211,6 +211,9 @@ type Result struct {
 	Lease *LeaseResult `json:"lease,omitempty"`
 	// Sim describes how a simulated run sampled its load.
 	Sim *SimInfo `json:"simulation,omitempty"`
+	// Real, for a real-mode run, is the scheduling jitter measured while
+	// it ran and the tolerance its timing bounds were judged with.
+	Real *RealInfo `json:"real,omitempty"`
 	// Timeline is the run's time series, for the HTML report.
 	Timeline *Timeline `json:"-"`
 }

@@ -45,6 +45,7 @@ type run struct {
 	start   time.Time // reference wall time at offset 0
 	startNs int64
 	tol     time.Duration
+	stall   *Stall // real mode: the jitter measured while the run ran
 	// expectDups is true when the target is expected to issue duplicates
 	// (fail-fast then does not stop on them).
 	expectDups bool
@@ -386,8 +387,9 @@ func (r *run) finish(res *Result, events uint64) {
 		res.Timeline = r.mu.tl.result()
 	}
 	var cal *Calibration
-	if !r.simulated() {
-		cal = r.opts.Calibration
+	if !r.simulated() && r.opts.Calibration != nil {
+		cal = r.opts.Calibration.during(r.stall)
+		res.Real = &RealInfo{Stall: r.stall, Tolerance: cal.Tolerance, TooNoisy: cal.TooNoisy, Raised: cal.Tolerance > r.opts.Calibration.Tolerance}
 	}
 	res.Checks = evaluate(r.s, r.st.Name, vr, res.Faults, res.Figures, cal)
 	if judged != nil {

@@ -158,6 +158,9 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 		if note := kindNote(r); note != "" {
 			w.printf("<div>%s</div>\n", html.EscapeString(note))
 		}
+		if r.Real != nil {
+			w.printf("<div>real mode: %s</div>\n", html.EscapeString(r.Real.String()))
+		}
 		for _, f := range r.Faults {
 			state := "confirmed"
 			if !f.Confirmed {

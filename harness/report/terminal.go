@@ -181,6 +181,9 @@ func terminalScenario(w *errWriter, sr *harness.ScenarioResult) {
 		if r.Error != "" {
 			w.printf("   %-*s  error: %s\n", nameW, "", firstLine(r.Error))
 		}
+		if r.Real != nil && (r.Real.Raised || r.Real.TooNoisy) {
+			w.printf("   %-*s  real mode: %s\n", nameW, "", r.Real)
+		}
 	}
 	terminalLeases(w, sr, nameW)
 	for _, r := range sr.Runs {
