@@ -171,3 +171,31 @@ func TestWidenTiming(t *testing.T) {
 		t.Error("simulated mode (no calibration) changed a bound")
 	}
 }
+
+func TestDuringRun(t *testing.T) {
+	cal := &Calibration{Sleep: Jitter{Max: Duration(time.Millisecond)}, Wake: Jitter{Max: Duration(100 * time.Microsecond)}, Tolerance: Duration(4 * time.Millisecond)}
+	for _, tc := range []struct {
+		stall *Stall
+		want  time.Duration
+		noisy bool
+	}{
+		{nil, 4 * time.Millisecond, false},
+		{&Stall{Samples: 9, Overshoot: Jitter{Max: Duration(500 * time.Microsecond)}}, 4 * time.Millisecond, false}, // quieter: kept
+		{&Stall{Samples: 9, Overshoot: Jitter{Max: Duration(5 * time.Millisecond)}}, 16 * time.Millisecond, false},  // 3 x 5.1ms
+		{&Stall{Samples: 9, Overshoot: Jitter{Max: Duration(time.Second)}}, MaxTolerance, true},
+	} {
+		got := cal.during(tc.stall)
+		if time.Duration(got.Tolerance) != tc.want || got.TooNoisy != tc.noisy {
+			t.Errorf("stall %+v: tolerance %s noisy %v, want %s %v", tc.stall, got.Tolerance, got.TooNoisy, tc.want, tc.noisy)
+		}
+	}
+	if cal.Tolerance != Duration(4*time.Millisecond) {
+		t.Error("during changed the suite's calibration")
+	}
+	p := startStallProbe(&fakeProber{over: []time.Duration{2 * time.Millisecond}, wake: []time.Duration{0}})
+	time.Sleep(time.Millisecond)
+	st := p.stop()
+	if st == nil || st.Samples == 0 || st.Overshoot.Max != Duration(2*time.Millisecond) || p.stop() != st {
+		t.Errorf("probe: %+v", st)
+	}
+}
