@@ -345,3 +345,21 @@ func (c *Calibration) during(st *Stall) *Calibration {
 	out.Tolerance, out.TooNoisy = max(c.Tolerance, t), noisy || c.TooNoisy
 	return &out
 }
+
+// worsenedOnly reports whether scheduling jitter can only make the
+// figure of invariant e look worse, never better: a wait or a gap only
+// grows when the harness is late, availability only shrinks (lead and
+// lag can move either way: a late client stamps a later reference).
+// Such an invariant that holds as written holds whatever the noise.
+func worsenedOnly(e scenario.Expr) bool {
+	if e.Expected {
+		return false
+	}
+	switch e.Metric {
+	case scenario.MetricWait, scenario.MetricGap:
+		return e.Op == scenario.OpLE || e.Op == scenario.OpLT
+	case scenario.MetricAvailability:
+		return e.Op == scenario.OpGE || e.Op == scenario.OpGT || e.Op == scenario.OpEQ
+	}
+	return false
+}

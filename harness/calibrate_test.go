@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/verify"
 )
 
 // fakeProber returns scripted overshoots and wake-ups, cycling.
@@ -197,5 +198,36 @@ func TestDuringRun(t *testing.T) {
 	st := p.stop()
 	if st == nil || st.Samples == 0 || st.Overshoot.Max != Duration(2*time.Millisecond) || p.stop() != st {
 		t.Errorf("probe: %+v", st)
+	}
+}
+
+// TestEvaluateNoisy: on a machine too noisy to judge timing, a wait or
+// availability bound that holds as written passes (jitter only worsens
+// it), one that does not is unknown, a lag bound is unknown either way,
+// and safety checks are judged as always.
+func TestEvaluateNoisy(t *testing.T) {
+	s, err := scenario.Parse("n.yaml", []byte(`
+name: n
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 10/s}
+invariants: ["duplicates == 0", "max_wait <= 5ms", "max_wait <= 1ms", "availability == 1", "lag p99 <= 1s"]
+targets: [wait]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vr verify.Result
+	vr.Ordered, vr.Timed = true, true
+	vr.Duplicates = 1
+	vr.Calls.Total, vr.Calls.OK = 10, 10
+	vr.Wait = verify.Dist{Count: 10, Max: 3 * time.Millisecond, P99: 3 * time.Millisecond, P50: time.Millisecond}
+	vr.Lag = verify.Dist{Count: 10}
+	noisy := &Calibration{Tolerance: Duration(MaxTolerance), TooNoisy: true}
+	want := []Verdict{Fail, Pass, Unknown, Pass, Unknown}
+	for i, c := range evaluate(s, "wait", vr, nil, Figures{}, noisy) {
+		if c.Verdict != want[i] || c.Bound != "" {
+			t.Errorf("%s: %s (bound %q), want %s", c.Expr, c.Verdict, c.Bound, want[i])
+		}
 	}
 }
