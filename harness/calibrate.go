@@ -64,9 +64,13 @@ type Calibration struct {
 	// to ToleranceStep: what a timing bound is widened by (and a
 	// negative control's timing expectation tightened by).
 	Tolerance Duration `json:"tolerance_seconds"`
-	// TooNoisy is set when the tolerance would exceed MaxTolerance: the
-	// timing checks are then unknown.
+	// TooNoisy is set when the tolerance would exceed MaxTolerance: a
+	// timing check then gets a verdict only where no jitter up to Wanted
+	// could have changed it (see decideNoisy), else unknown.
 	TooNoisy bool `json:"too_noisy,omitempty"`
+	// Wanted is the tolerance the formula gives before the MaxTolerance
+	// bound.
+	Wanted Duration `json:"wanted_tolerance_seconds"`
 	// Took is how long the calibration took.
 	Took Duration `json:"took_seconds"`
 }
@@ -76,7 +80,7 @@ func (c *Calibration) String() string {
 	s := fmt.Sprintf("real-mode calibration (%d samples): 1ms sleep overshoot %s; goroutine wake-up %s; timing tolerance %d x (%s + %s) = %s",
 		c.Samples, c.Sleep, c.Wake, ToleranceFactor, c.Sleep.Max, c.Wake.Max, c.Tolerance)
 	if c.TooNoisy {
-		s += fmt.Sprintf(" (above %s: timing checks unknown)", Duration(MaxTolerance))
+		s += fmt.Sprintf(" (wanted %s, above %s: a timing check is decided only where that much jitter could not change it)", c.Wanted, Duration(MaxTolerance))
 	}
 	return s
 }
@@ -126,18 +130,20 @@ func Calibrate(p Prober, n int) (*Calibration, error) {
 		wakes[i] = max(p.Wake(), 0)
 	}
 	c := &Calibration{Samples: n, Sleep: jitterOf(sleeps), Wake: jitterOf(wakes), Took: Duration(time.Since(start))}
-	c.Tolerance, c.TooNoisy = tolerance(time.Duration(c.Sleep.Max) + time.Duration(c.Wake.Max))
+	c.Tolerance, c.Wanted, c.TooNoisy = tolerance(time.Duration(c.Sleep.Max) + time.Duration(c.Wake.Max))
 	return c, nil
 }
 
-// tolerance derives the tolerance from the worst measured jitter.
-func tolerance(worst time.Duration) (Duration, bool) {
-	if worst > MaxTolerance/ToleranceFactor {
-		return Duration(MaxTolerance), true
+// tolerance derives the tolerance from the worst measured jitter: the
+// tolerance used, the one wanted (before the MaxTolerance bound) and
+// whether the bound cut it.
+func tolerance(worst time.Duration) (used, wanted Duration, noisy bool) {
+	t := min(worst, time.Hour) * ToleranceFactor
+	t = max((t+ToleranceStep-1)/ToleranceStep*ToleranceStep, ToleranceStep)
+	if t > MaxTolerance {
+		return Duration(MaxTolerance), Duration(t), true
 	}
-	t := worst * ToleranceFactor
-	t = (t + ToleranceStep - 1) / ToleranceStep * ToleranceStep
-	return Duration(max(t, ToleranceStep)), false
+	return Duration(t), Duration(t), false
 }
 
 // jitterOf summarizes delays (sorting ds).
@@ -179,38 +185,66 @@ func widen(e scenario.Expr, c *Calibration, window time.Duration) (out scenario.
 	if c.TooNoisy {
 		return e, "", true
 	}
-	d := float64(c.Tolerance)
+	out, changed := shift(e, time.Duration(c.Tolerance), window, !e.Expected)
+	if !changed {
+		return e, "", false
+	}
+	return out, out.String(), false
+}
+
+// shift moves timing bound e by tolerance t (for a ratio, by the share
+// of the window a stall of t costs: t / window, at least 0.001), looser
+// or stricter; changed is false when the operator has no direction to
+// move in ("== 0s", an exact figure made stricter).
+func shift(e scenario.Expr, t, window time.Duration, loosen bool) (out scenario.Expr, changed bool) {
+	d := float64(t)
 	if e.Unit() == scenario.UnitRatio {
 		// A stall of the tolerance's length can cost that share of the
 		// window's requests (at least one request in a thousand).
-		d = max(float64(c.Tolerance)/float64(max(window, time.Second)), 0.001)
+		d = max(float64(t)/float64(max(window, time.Second)), 0.001)
 	}
 	out = e
-	loosen := !e.Expected // which way the bound moves
 	switch e.Op {
 	case scenario.OpLE, scenario.OpLT:
 		out.Value = e.Value + sign(loosen)*d
 	case scenario.OpGE, scenario.OpGT:
 		out.Value = e.Value - sign(loosen)*d
 	case scenario.OpEQ:
-		if !loosen {
-			return e, "", false // an expected exact figure is judged as written
+		if !loosen || e.Unit() != scenario.UnitRatio || e.Value < 1 {
+			return e, false
 		}
-		// "== v" becomes the band v ± d, clipped to the metric's range.
-		if e.Unit() == scenario.UnitRatio && e.Value >= 1 {
-			out.Op, out.Value = scenario.OpGE, e.Value-d
-		} else {
-			return e, "", false
-		}
+		// "availability == 1" becomes ">= 1 - share".
+		out.Op, out.Value = scenario.OpGE, e.Value-d
 	default:
-		return e, "", false
+		return e, false
 	}
-	if e.Unit() == scenario.UnitRatio {
-		out.Value = min(max(out.Value, 0), 1)
-	} else {
-		out.Value = max(out.Value, 0)
+	if loosen { // a stricter bound stays unreachable when it must
+		if e.Unit() == scenario.UnitRatio {
+			out.Value = min(max(out.Value, 0), 1)
+		} else {
+			out.Value = max(out.Value, 0)
+		}
 	}
-	return out, out.String(), false
+	return out, true
+}
+
+// decideNoisy judges timing check e, observed v, on a machine whose
+// jitter calls for tolerance t above MaxTolerance: a verdict only where
+// no jitter up to t could have changed it. An invariant passes when it
+// holds even tightened by t (or as written, when jitter only worsens its
+// figure) and fails when it fails even widened by t; an expectation is
+// caught when it holds tightened by t and escaped when it fails widened
+// by t. Anything between is unknown.
+func decideNoisy(e scenario.Expr, v float64, t, window time.Duration) Verdict {
+	strict, _ := shift(e, t, window, false)
+	loose, _ := shift(e, t, window, true)
+	switch {
+	case strict.Holds(v) || (worsenedOnly(e) && e.Holds(v)):
+		return Pass
+	case !loose.Holds(v):
+		return Fail
+	}
+	return Unknown
 }
 
 func sign(plus bool) float64 {
@@ -267,8 +301,10 @@ type RealInfo struct {
 	// suite's calibration, raised when the machine got busier during
 	// the run (see Calibration.during).
 	Tolerance Duration `json:"tolerance_seconds"`
-	// TooNoisy is set when that tolerance would exceed MaxTolerance.
-	TooNoisy bool `json:"too_noisy,omitempty"`
+	// TooNoisy is set when that tolerance would exceed MaxTolerance;
+	// Wanted is then the tolerance the formula gave.
+	TooNoisy bool     `json:"too_noisy,omitempty"`
+	Wanted   Duration `json:"wanted_tolerance_seconds,omitempty"`
 	// Raised is set when the run's probe raised the tolerance above the
 	// suite's calibration.
 	Raised bool `json:"raised,omitempty"`
@@ -281,7 +317,7 @@ func (ri *RealInfo) String() string {
 		s += fmt.Sprintf(" (1ms sleep overshoot during the run, %d samples: %s)", ri.Stall.Samples, ri.Stall.Overshoot)
 	}
 	if ri.TooNoisy {
-		s += ": above the bound, timing checks unknown"
+		s += fmt.Sprintf(": wanted %s, above the bound: a timing check is decided only where that much jitter could not change it", ri.Wanted)
 	}
 	return s
 }
@@ -341,8 +377,8 @@ func (c *Calibration) during(st *Stall) *Calibration {
 	if st == nil || st.Overshoot.Max <= c.Sleep.Max {
 		return &out
 	}
-	t, noisy := tolerance(time.Duration(st.Overshoot.Max) + time.Duration(c.Wake.Max))
-	out.Tolerance, out.TooNoisy = max(c.Tolerance, t), noisy || c.TooNoisy
+	t, wanted, noisy := tolerance(time.Duration(st.Overshoot.Max) + time.Duration(c.Wake.Max))
+	out.Tolerance, out.Wanted, out.TooNoisy = max(c.Tolerance, t), max(c.Wanted, wanted), noisy || c.TooNoisy
 	return &out
 }
 

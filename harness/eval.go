@@ -54,16 +54,18 @@ func evaluate(s *scenario.Scenario, targetName string, vr verify.Result, faults 
 		}
 		c.Observed = e.Format(v)
 		judged, bound, noisy := widen(e, cal, window(s, e))
-		if noisy && worsenedOnly(e) && e.Holds(v) {
-			judged, noisy = e, false // held as written: jitter cannot have helped it
-		}
-		if noisy {
-			c.Verdict, c.Reason = Unknown, fmt.Sprintf("real mode: the machine's timer jitter calls for a tolerance above %s: a timing figure says nothing about the target", Duration(MaxTolerance))
-			out = append(out, c)
-			continue
-		}
 		c.Bound = bound
 		holds := judged.Holds(v)
+		if noisy {
+			d := decideNoisy(e, v, time.Duration(cal.Wanted), window(s, e))
+			if d == Unknown {
+				c.Verdict = Unknown
+				c.Reason = fmt.Sprintf("real mode: the machine's timer jitter calls for a tolerance of %s (above %s), which could change this verdict", cal.Wanted, Duration(MaxTolerance))
+				out = append(out, c)
+				continue
+			}
+			holds = d == Pass
+		}
 		affected := map[string]bool{}
 		for _, f := range s.Faults {
 			affected[f.Name] = e.During == ""

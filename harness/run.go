@@ -389,7 +389,7 @@ func (r *run) finish(res *Result, events uint64) {
 	var cal *Calibration
 	if !r.simulated() && r.opts.Calibration != nil {
 		cal = r.opts.Calibration.during(r.stall)
-		res.Real = &RealInfo{Stall: r.stall, Tolerance: cal.Tolerance, TooNoisy: cal.TooNoisy, Raised: cal.Tolerance > r.opts.Calibration.Tolerance}
+		res.Real = &RealInfo{Stall: r.stall, Tolerance: cal.Tolerance, TooNoisy: cal.TooNoisy, Wanted: cal.Wanted, Raised: cal.Tolerance > r.opts.Calibration.Tolerance}
 	}
 	res.Checks = evaluate(r.s, r.st.Name, vr, res.Faults, res.Figures, cal)
 	if judged != nil {
