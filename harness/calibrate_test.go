@@ -203,8 +203,8 @@ func TestDuringRun(t *testing.T) {
 
 // TestEvaluateNoisy: on a machine too noisy to judge timing, a wait or
 // availability bound that holds as written passes (jitter only worsens
-// it), one that does not is unknown, a lag bound is unknown either way,
-// a lag bound only where 1s of jitter either way would not change it,
+// it), one that does not is unknown unless jitter could not explain it,
+// a lag bound is decided only where 1s of jitter either way would not change it,
 // and safety checks are judged as always.
 func TestEvaluateNoisy(t *testing.T) {
 	s, err := scenario.Parse("n.yaml", []byte(`
