@@ -27,7 +27,11 @@ import (
 //
 // The lease figures (refused starts, rebinds) come from figs, the run's
 // own counts; the rest from the verifier.
-func evaluate(s *scenario.Scenario, targetName string, vr verify.Result, faults []FaultResult, figs Figures) []Check {
+//
+// In real mode cal is the suite's calibration: timing and liveness
+// bounds are judged widened by its tolerance (see widen; the check's
+// Bound says how), safety bounds as written. Simulated mode passes nil.
+func evaluate(s *scenario.Scenario, targetName string, vr verify.Result, faults []FaultResult, figs Figures, cal *Calibration) []Check {
 	var out []Check
 	for _, e := range s.ChecksFor(targetName) {
 		c := Check{Expr: e.Text, Expected: e.Expected, Info: e.Informational, Line: e.Line}
@@ -51,7 +55,19 @@ func evaluate(s *scenario.Scenario, targetName string, vr verify.Result, faults 
 			continue
 		}
 		c.Observed = e.Format(v)
-		holds := e.Holds(v)
+		judged, bound, noisy := widen(e, cal, window(s, e))
+		c.Bound = bound
+		holds := judged.Holds(v)
+		if noisy {
+			d := decideNoisy(e, v, time.Duration(cal.Wanted), window(s, e))
+			if d == Unknown {
+				c.Verdict = Unknown
+				c.Reason = fmt.Sprintf("real mode: the machine's timer jitter calls for a tolerance of %s (above %s), which could change this verdict", cal.Wanted, Duration(MaxTolerance))
+				out = append(out, c)
+				continue
+			}
+			holds = d == Pass
+		}
 		affected := map[string]bool{}
 		for _, f := range s.Faults {
 			affected[f.Name] = e.During == ""

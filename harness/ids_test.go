@@ -119,7 +119,7 @@ targets: [wait]
 	if err != nil {
 		t.Fatal(err)
 	}
-	checks := evaluate(s, "wait", vr, nil, Figures{})
+	checks := evaluate(s, "wait", vr, nil, Figures{}, nil)
 	for i, c := range checks {
 		switch {
 		case i == 0 && c.Verdict != Pass:

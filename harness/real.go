@@ -119,6 +119,8 @@ func runReal(r *run, res *Result) {
 	if !d.l.setup(res, clk) {
 		return
 	}
+	stall := startStallProbe(SystemProber())
+	defer stall.stop() // also on the early returns below
 	wall0, mono0 = clk.Now()
 	d.mono = mono0
 	r.start, r.startNs = time.Unix(0, wall0).UTC(), wall0
@@ -167,5 +169,6 @@ func runReal(r *run, res *Result) {
 		res.Error = "interrupted: " + err.Error()
 	}
 	r.progress(min(d.now(), r.s.Duration), true)
+	r.stall = stall.stop()
 	r.finish(res, events)
 }

@@ -109,6 +109,9 @@ type Report struct {
 	Stopped bool `json:"stopped,omitempty"`
 	// Summary counts runs by verdict.
 	Summary Summary `json:"summary"`
+	// Calibration, for a real-mode suite, is the machine's measured
+	// timer and scheduling jitter and the tolerance derived from it.
+	Calibration *Calibration `json:"calibration,omitempty"`
 }
 
 // Summary counts runs (scenario x target) by verdict.
@@ -208,6 +211,9 @@ type Result struct {
 	Lease *LeaseResult `json:"lease,omitempty"`
 	// Sim describes how a simulated run sampled its load.
 	Sim *SimInfo `json:"simulation,omitempty"`
+	// Real, for a real-mode run, is the scheduling jitter measured while
+	// it ran and the tolerance its timing bounds were judged with.
+	Real *RealInfo `json:"real,omitempty"`
 	// Timeline is the run's time series, for the HTML report.
 	Timeline *Timeline `json:"-"`
 }
@@ -254,6 +260,10 @@ type Check struct {
 	Observed string `json:"observed"`
 	// Reason explains an unknown or n/a verdict.
 	Reason string `json:"reason,omitempty"`
+	// Bound, in real mode, is the timing bound as judged: the expression
+	// widened by the calibrated tolerance (tightened for a negative
+	// control's expectation); "" when judged as written.
+	Bound string `json:"bound,omitempty"`
 	// Line is the expression's line in the scenario file.
 	Line int `json:"line"`
 }

@@ -46,8 +46,9 @@ type run struct {
 	startNs int64
 	// beat counts the driver's steps (events, and waits in real mode)
 	// once the nodes are up; drive watches it for a stall.
-	beat atomic.Int64
-	tol  time.Duration
+	beat  atomic.Int64
+	tol   time.Duration
+	stall *Stall // real mode: the jitter measured while the run ran
 	// expectDups is true when the target is expected to issue duplicates
 	// (fail-fast then does not stop on them).
 	expectDups bool
@@ -407,7 +408,12 @@ func (r *run) finish(res *Result, events uint64) {
 	if r.mu.tl != nil {
 		res.Timeline = r.mu.tl.result()
 	}
-	res.Checks = evaluate(r.s, r.st.Name, vr, res.Faults, res.Figures)
+	var cal *Calibration
+	if !r.simulated() && r.opts.Calibration != nil {
+		cal = r.opts.Calibration.during(r.stall)
+		res.Real = &RealInfo{Stall: r.stall, Tolerance: cal.Tolerance, TooNoisy: cal.TooNoisy, Wanted: cal.Wanted, Raised: cal.Tolerance > r.opts.Calibration.Tolerance}
+	}
+	res.Checks = evaluate(r.s, r.st.Name, vr, res.Faults, res.Figures, cal)
 	if judged != nil {
 		res.Checks = append(res.Checks, judgeCheck(*judged, res.Figures))
 	}

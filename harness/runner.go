@@ -67,6 +67,10 @@ type Options struct {
 	// n/a with the reason instead of the suite being rejected. A scenario
 	// no target can take is still an error.
 	AllowNA bool
+	// Calibration, for real-mode runs, is the machine's measured jitter
+	// whose tolerance widens timing bounds. Run measures it (Calibrate)
+	// before the first real-mode run when it is nil; tests set it.
+	Calibration *Calibration
 	// StallTimeout fails a run whose driver has made no progress for this
 	// long of wall time once its nodes are up: a call into the target
 	// that never returns (a generator that loops or blocks without
@@ -183,7 +187,8 @@ func (o *Options) wanted(name string) bool {
 // Run runs every scenario of the suite against each of its targets and
 // returns the report. Call Prepare first: Run assumes a valid suite (a run
 // that cannot start has an unknown verdict and says why). It returns an
-// error only when the history cannot be written.
+// error only when the history cannot be written or the real-mode
+// calibration fails.
 func Run(ctx context.Context, suite []*scenario.Scenario, o Options) (*Report, error) {
 	mode := scenario.ModeSimulated
 	rep := &Report{Verdict: Pass}
@@ -209,6 +214,16 @@ func Run(ctx context.Context, suite []*scenario.Scenario, o Options) (*Report, e
 	rep.Mode = mode
 	if o.Mode != "" {
 		rep.Mode = o.Mode
+	}
+	if mode == scenario.ModeReal && len(jobs) > 0 && ctx.Err() == nil {
+		if o.Calibration == nil {
+			cal, err := Calibrate(SystemProber(), CalibrationSamples)
+			if err != nil {
+				return nil, err
+			}
+			o.Calibration = cal
+		}
+		rep.Calibration = o.Calibration
 	}
 
 	workers := o.Parallel
@@ -341,6 +356,10 @@ func runJob(ctx context.Context, j *job, o Options) (res *Result) {
 	}
 	if j.err != nil {
 		res.Error = j.err.Error()
+		return res
+	}
+	if why := realNA(j.s, j.b.t, j.mode); why != "" {
+		res.Verdict, res.NotApplicable = NA, why
 		return res
 	}
 	if why := notApplicable(j.s, j.b, j.mode); why != "" {

@@ -181,6 +181,9 @@ func validate(s *scenario.Scenario, mode scenario.Mode, allowNA bool) error {
 	if na > 0 && na == len(s.Targets) {
 		add(s.Line, "targets", "no target can take this scenario (all %d would be n/a; first: %s)", na, firstNA)
 	}
+	if mode == scenario.ModeReal && s.RealNA != "" {
+		return errs.Err() // every run is n/a: nothing of it runs on the wall clock
+	}
 	if mode == scenario.ModeReal {
 		for i, f := range s.Faults {
 			if f.Hang || f.Kind == faults.KindStorePause {

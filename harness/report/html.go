@@ -26,6 +26,9 @@ func HTML(w io.Writer, rep *harness.Report) error {
 	ew.printf("<h1>snowchaos report <span class=\"v %s\">%s</span></h1>\n", rep.Verdict, strings.ToUpper(string(rep.Verdict)))
 	ew.printf("<p class=\"sum\">%d scenarios, %d runs (%s mode): %d passed, %d failed, %d unknown, %d n/a, %d skipped. Exit code %d.</p>\n",
 		len(rep.Scenarios), s.Runs, html.EscapeString(string(rep.Mode)), s.Passed, s.Failed, s.Unknown, s.NotApplicable, s.Skipped, rep.ExitCode())
+	if c := rep.Calibration; c != nil {
+		ew.printf("<p class=\"cal\">%s</p>\n", html.EscapeString(c.String()))
+	}
 	ew.printf("<nav>")
 	for _, sr := range rep.Scenarios {
 		ew.printf("<a class=\"%s\" href=\"#%s\">%s</a> ", verdictClass(sr.Verdict), anchor(sr.Name), html.EscapeString(sr.Name))
@@ -88,8 +91,13 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 	}
 	w.printf("</p>\n")
 	cols := columns(sr)
+	notes := columnNotes(sr)
 	w.printf("<ol class=\"legend\">")
 	for _, c := range cols {
+		if n := notes[c]; n != "" {
+			w.printf("<li>%s <small>(%s)</small></li>", html.EscapeString(c), html.EscapeString(n))
+			continue
+		}
 		w.printf("<li>%s</li>", html.EscapeString(c))
 	}
 	w.printf("</ol>\n<div class=\"scroll\"><table><tr><th class=\"l\">target</th><th>verdict</th><th>IDs</th><th>duplicates</th><th>max wait</th><th>max lead</th><th>availability</th>")
@@ -119,6 +127,9 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 				w.printf("<td class=\"info\" title=\"%s\">(%s)</td>", html.EscapeString("observed "+c.Observed), c.Verdict)
 			default:
 				title := "observed " + c.Observed
+				if c.Bound != "" {
+					title += ", judged as " + c.Bound
+				}
 				if c.Reason != "" {
 					title += ": " + c.Reason
 				}
@@ -146,6 +157,9 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 		w.printf("</summary>\n")
 		if note := kindNote(r); note != "" {
 			w.printf("<div>%s</div>\n", html.EscapeString(note))
+		}
+		if r.Real != nil {
+			w.printf("<div>real mode: %s</div>\n", html.EscapeString(r.Real.String()))
 		}
 		for _, f := range r.Faults {
 			state := "confirmed"

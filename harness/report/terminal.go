@@ -131,7 +131,12 @@ func terminalScenario(w *errWriter, sr *harness.ScenarioResult) {
 		w.printf("   faults: %s\n", strings.Join(fs, " "))
 	}
 	cols := columns(sr)
+	notes := columnNotes(sr)
 	for i, c := range cols {
+		if n := notes[c]; n != "" {
+			w.printf("   [%d] %s  (%s)\n", i+1, c, n)
+			continue
+		}
 		w.printf("   [%d] %s\n", i+1, c)
 	}
 	nameW := len("target")
@@ -175,6 +180,9 @@ func terminalScenario(w *errWriter, sr *harness.ScenarioResult) {
 		}
 		if r.Error != "" {
 			w.printf("   %-*s  error: %s\n", nameW, "", firstLine(r.Error))
+		}
+		if r.Real != nil && (r.Real.Raised || r.Real.TooNoisy) {
+			w.printf("   %-*s  real mode: %s\n", nameW, "", r.Real)
 		}
 	}
 	terminalLeases(w, sr, nameW)
@@ -283,6 +291,9 @@ func terminalSummary(w *errWriter, rep *harness.Report) {
 					what = "expected " + c.Expr + " (the harness did not catch it)"
 				}
 				line := fmt.Sprintf("%s:%d: %s / %s: %s: %s, observed %s", sr.File, c.Line, sr.Name, r.Target, strings.ToUpper(checkVerdict(c)), what, c.Observed)
+				if c.Bound != "" {
+					line += ", judged as " + c.Bound
+				}
 				if c.Reason != "" {
 					line += " (" + c.Reason + ")"
 				}
@@ -303,6 +314,9 @@ func terminalSummary(w *errWriter, rep *harness.Report) {
 			w.printf("  %s\n", p)
 		}
 		w.printf("\n")
+	}
+	if c := rep.Calibration; c != nil {
+		w.printf("%s\n", c)
 	}
 	s := rep.Summary
 	w.printf("%d scenarios, %d runs: %d passed", len(rep.Scenarios), s.Runs, s.Passed)

@@ -18,7 +18,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("name: x\nduration: 1s\nnodes: [{name: a, worker: 1}]\nload: {rate: 1/s}\ninvariants: [\"duplicates == 0\"]\n"))
 	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, lease: memory, lease_ttl: 2s, worker_range: 0-3, fence: off}]\nload: {rate: 1/s}\n" +
-		"faults: [{at: 1s, kind: store_outage, for: 2s, nodes: [a]}, {at: 4s, kind: clone, same_holder: on}]\ninvariants: [\"refused_starts == 0\"]\ntargets: [{name: w, use: wait, not_applicable: ok}]\n"))
+		"faults: [{at: 1s, kind: store_outage, for: 2s, nodes: [a]}, {at: 4s, kind: clone, same_holder: on}]\ninvariants: [\"refused_starts == 0\"]\ntargets: [{name: w, use: wait, not_applicable: ok, real_na: races}]\nreal_na: 26 h\n"))
 	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, lease: memory, lease_ttl: 2s, mark_write_through: off}]\nload: {rate: 1/s}\n" +
 		"faults: [{at: 1s, kind: handoff, crash: true, gap: 2s, behind: 3s, nodes: [a]}]\ninvariants: [\"duplicates == 0\"]\ntargets: [{name: w, use: wait, mark_write_through: on}]\n"))
 	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, lease: memory, peer_clock_max_skew: 2s}, {name: b, worker: 2, lease: memory}]\nload: {rate: 1/s}\n" +

@@ -330,7 +330,7 @@ func (p *parser) sequence(n *yaml.Node, key string) []*yaml.Node {
 	return out
 }
 
-var topKeys = []string{"name", "description", "seed", "mode", "duration", "start", "nodes", "targets", "load", "faults", "invariants", "expect", "simulation"}
+var topKeys = []string{"name", "description", "seed", "mode", "duration", "start", "nodes", "targets", "load", "faults", "invariants", "expect", "simulation", "real_na"}
 
 func (p *parser) scenario(root *yaml.Node) *Scenario {
 	s := &Scenario{File: p.file, Mode: ModeSimulated, Seed: 1, Start: DefaultStart, Line: max(root.Line, 1)}
@@ -342,6 +342,9 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 	}
 	if e, ok := m["description"]; ok {
 		s.Description = p.str(e.val, "description")
+	}
+	if e, ok := m["real_na"]; ok {
+		s.RealNA = p.realNA(e.val, "real_na")
 	}
 	if e, ok := m["seed"]; ok {
 		s.Seed, _ = p.integer(e.val, "seed", math.MinInt64, math.MaxInt64)
@@ -709,7 +712,7 @@ func redactURL(v string) string {
 
 var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint",
 	"lease_ttl", "handoff_guard", "pause_check", "fence", "mark_write_through", "peer_clock_check", "peer_clock_max_skew",
-	"fence_margin", "not_applicable", "invariants", "exec"}
+	"fence_margin", "not_applicable", "invariants", "exec", "real_na"}
 
 func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 	var out []Target
@@ -800,6 +803,9 @@ func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 						p.errorf(e.val, path+".not_applicable", "want ok (report the target n/a when it cannot take the scenario) or error, found %q", v)
 					}
 				}
+			}
+			if e, ok := m["real_na"]; ok {
+				t.RealNA = p.realNA(e.val, path+".real_na")
 			}
 			if e, ok := m["exec"]; ok {
 				t.Exec = p.exec(e.val, path+".exec")

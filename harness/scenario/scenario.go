@@ -76,6 +76,10 @@ type Scenario struct {
 	Expect []Expectation
 	// Simulation tunes how simulated mode samples the load.
 	Simulation Simulation
+	// RealNA, when set, says why the scenario cannot be run in real mode
+	// (hours of scenario time, a load the wall clock cannot deliver): in
+	// real mode every run is then n/a with this reason.
+	RealNA string
 	// Line is the line of the document's first key.
 	Line int
 }
@@ -247,6 +251,10 @@ type Target struct {
 	// should have): they add to the scenario's invariants and replace
 	// those on the same subject.
 	Invariants []Expr
+	// RealNA, when set, says why the target's run means nothing in real
+	// mode (a negative control the wall clock cannot catch reliably): in
+	// real mode its run is then n/a with this reason, never a pass.
+	RealNA string
 	// Line is the target's line.
 	Line int
 }
