@@ -295,8 +295,9 @@ func Run(ctx context.Context, suite []*scenario.Scenario, o Options) (*Report, e
 			rep.Summary.Skipped++
 			continue
 		}
-		if stopped && j.res.Error != "" && ctx.Err() != nil && j.res.Verdict != Fail {
-			// Interrupted by fail-fast: counts as skipped.
+		if stopped && j.res.Error != "" && ctx.Err() != nil && !(j.res.Verdict == Fail && failStands(j.res)) {
+			// Interrupted by fail-fast: counts as skipped, unless it had
+			// failed for good before the interruption.
 			rep.Summary.Skipped++
 			continue
 		}
@@ -397,6 +398,38 @@ func runJob(ctx context.Context, j *job, o Options) (res *Result) {
 	return res
 }
 
+// stallCheck is the check a stalled run fails.
+const stallCheck = "calls return"
+
+// failStands reports whether a failed run's verdict stands although
+// fail-fast interrupted it: the run stalled, or a safety count that only
+// grows (duplicates, order and restart violations, lease overruns) broke
+// its upper bound, which more of the run could not undo. A negative
+// control not yet caught, a ratio or a timing figure could still change
+// with the rest of the run: such a run counts as skipped, so that a kill
+// is never credited to a half-run.
+func failStands(res *Result) bool {
+	for _, c := range res.Checks {
+		if c.Verdict != Fail || c.Expected || c.Info {
+			continue
+		}
+		if c.Expr == stallCheck {
+			return true
+		}
+		e, err := scenario.ParseExpr(c.Expr)
+		if err != nil {
+			continue
+		}
+		switch e.Metric {
+		case scenario.MetricDuplicates, scenario.MetricOrder, scenario.MetricRestart, scenario.MetricLeaseOverruns:
+			if e.Op == scenario.OpLT || e.Op == scenario.OpLE || (e.Op == scenario.OpEQ && e.Value == 0) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // drive runs r's driver into res, watching its heartbeat. When the driver
 // makes no progress for the stall timeout it returns a failed result in
 // place of res (the driver's goroutine, stuck in the target, is left
@@ -435,7 +468,7 @@ func (r *run) drive(res *Result) *Result {
 		return &Result{
 			Target: res.Target, Use: res.Use, Control: res.Control, KnownBad: r.info.KnownBad, Verdict: Fail,
 			Error:  fmt.Sprintf("stalled: the run made no progress for %s of wall time; a call into the target did not return (a call that blocks or loops without bound)", limit),
-			Checks: []Check{{Expr: "calls return", Verdict: Fail, Observed: "a call did not return within " + limit.String()}},
+			Checks: []Check{{Expr: stallCheck, Verdict: Fail, Observed: "a call did not return within " + limit.String()}},
 		}
 	}
 }
