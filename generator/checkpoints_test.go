@@ -107,3 +107,17 @@ func TestReserveWithoutCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReserveHeldByTheStoredMark: while the clock has not passed a stored
+// mark no call can issue, so Reserve writes nothing (a later mark would
+// only hold the next restart longer).
+func TestReserveHeldByTheStoredMark(t *testing.T) {
+	cp := &stubCheckpoint{mark: t0.Add(time.Hour).UnixMilli()}
+	g, err := New(Settings{Node: 1, Clock: newScriptClock(t0), Checkpoint: cp, Reserve: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Reserve(context.Background()); err != nil || cp.saves != 0 || cp.mark != t0.Add(time.Hour).UnixMilli() {
+		t.Fatalf("Reserve under a stored mark an hour ahead: %v, %d saves, mark %d", err, cp.saves, cp.mark)
+	}
+}

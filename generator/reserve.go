@@ -12,7 +12,8 @@ const reserveBudget = time.Minute
 // the next call would otherwise have to write one first (after New, and
 // once issuing has passed half of the reservation), so that the calls
 // after it do not spend their MaxWait on the disk. A node calls it before
-// it reports ready. It writes within ctx (and at most a minute), issues
+// it reports ready. While a stored mark still holds the generator (the
+// clock has not passed it) it writes nothing. It writes within ctx (and at most a minute), issues
 // nothing, and only ever raises the mark; without a Checkpointer it does
 // nothing. A failed write is returned and also kept, as after a failed
 // call: Ready reports it until a later write succeeds.
@@ -35,8 +36,15 @@ func (g *Generator) Reserve(ctx context.Context) error {
 	if wall < g.epochNs {
 		return ErrBeforeEpoch
 	}
+	wt := (wall - g.epochNs) / g.tickNs
+	if g.mu.fresh && wt <= g.mu.startTick {
+		// Held by the stored mark until the clock passes it: no call
+		// issues before then, and a mark written now would only hold a
+		// later restart longer.
+		return nil
+	}
 	s := g.state.Load()
-	t := max((wall-g.epochNs)/g.tickNs, int64((s&^slowBit)>>g.timeShift), g.mu.startTick+1)
+	t := max(wt, int64((s&^slowBit)>>g.timeShift))
 	if t <= g.mu.renewAt || t > g.maxTick {
 		return nil
 	}

@@ -157,13 +157,14 @@ func jitterOf(ds []time.Duration) Jitter {
 }
 
 // timingMetric reports whether a metric measures time or liveness (and
-// so depends on the scheduler in real mode): waits, lead, lag, gaps and
+// so depends on the scheduler in real mode): waits, lead (over true time
+// and over the node's own clock), lag, gaps and
 // availability. Every other metric is a count of what the generator did
 // (duplicates, order and restart violations, IDs, refusals, lease
 // events), never widened.
 func timingMetric(m scenario.Metric) bool {
 	switch m {
-	case scenario.MetricWait, scenario.MetricLead, scenario.MetricLag, scenario.MetricGap, scenario.MetricAvailability:
+	case scenario.MetricWait, scenario.MetricLead, scenario.MetricLeadOwn, scenario.MetricLag, scenario.MetricGap, scenario.MetricAvailability:
 		return true
 	}
 	return false
