@@ -159,3 +159,21 @@ func (p *Probe) PID() int {
 	}
 	return p.cmd.Process.Pid
 }
+
+// Agrees reads the process's offset through p and reports an error unless
+// it matches h's model within tol plus half the probe's round trip. The
+// model is read on both sides of the probe, since under a freeze it falls
+// with real time; the reading must lie between.
+func (p *Probe) Agrees(ctx context.Context, h *Host, tol time.Duration) (time.Duration, error) {
+	before := h.Clock.Offset()
+	got, half, err := p.Offset(ctx)
+	if err != nil {
+		return 0, err
+	}
+	after := h.Clock.Offset()
+	lo, hi := min(before, after), max(before, after)
+	if got > hi+tol+half || got < lo-tol-half {
+		return got, fmt.Errorf("the process reads offset %v (±%v), the model %v to %v", got, half, before, after)
+	}
+	return got, nil
+}
