@@ -190,24 +190,29 @@ func TestDroppedExpectation(t *testing.T) {
 	}
 }
 
-// deafTarget runs in-process nodes whose clock faults never take effect,
-// like a node whose admin API ignores them.
-type deafTarget struct{ target.InProcess }
+// wrapTarget runs in-process nodes under another name, each wrapped.
+type wrapTarget struct {
+	target.InProcess
+	name string
+	wrap func(target.Node) target.Node
+}
 
-func (d *deafTarget) Info() target.Info {
-	i := d.InProcess.Info()
-	i.Name = "test-deaf"
+func (w *wrapTarget) Info() target.Info {
+	i := w.InProcess.Info()
+	i.Name = w.name
 	return i
 }
 
-func (d *deafTarget) Start(ctx context.Context, spec target.NodeSpec, env target.Env) (target.Node, error) {
-	n, err := d.InProcess.Start(ctx, spec, env)
+func (w *wrapTarget) Start(ctx context.Context, spec target.NodeSpec, env target.Env) (target.Node, error) {
+	n, err := w.InProcess.Start(ctx, spec, env)
 	if err != nil {
 		return nil, err
 	}
-	return deafNode{n}, nil
+	return w.wrap(n), nil
 }
 
+// test-deaf runs in-process nodes whose clock faults never take effect,
+// like a node whose admin API ignores them.
 type deafNode struct{ target.Node }
 
 func (n deafNode) Clock() target.ClockControl { return deafClock{n.Node.Clock()} }
@@ -227,7 +232,7 @@ func (f *fixedTarget) Info() target.Info {
 }
 
 func init() {
-	target.Register(&deafTarget{})
+	target.Register(&wrapTarget{name: "test-deaf", wrap: func(n target.Node) target.Node { return deafNode{n} }})
 	target.Register(&fixedTarget{})
 }
 
@@ -616,7 +621,7 @@ targets: [wait]
 // TestLeaseSettingsValidate: lease settings a lease keeper cannot work
 // with, or that no node would use, are errors.
 func TestLeaseSettingsValidate(t *testing.T) {
-	for src, want := range map[string]string{
+	prepareFails(t, map[string]string{
 		`name: x
 duration: 1s
 nodes: [{name: a, worker: 1}]
@@ -624,15 +629,7 @@ load: {rate: 10/s}
 invariants: ["duplicates == 0"]
 targets: [{name: w, use: wait, handoff_guard: off}]
 `: "x.yaml:6: targets[0]: target w sets a lease setting but none of its nodes leases a worker ID",
-	} {
-		s, err := scenario.Parse("x.yaml", []byte(src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := harness.Prepare([]*scenario.Scenario{s}, harness.Options{}); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%v, want %q", err, want)
-		}
-	}
+	})
 }
 
 // TestStartDuringOutage: nodes that start while the lease store is down (a
@@ -675,24 +672,8 @@ targets: [wait]
 	}
 }
 
-// hangTarget runs in-process nodes whose calls never return once armed,
+// test-hang runs in-process nodes whose calls never return once armed,
 // like a generator that loops without bound.
-type hangTarget struct{ target.InProcess }
-
-func (h *hangTarget) Info() target.Info {
-	i := h.InProcess.Info()
-	i.Name = "test-hang"
-	return i
-}
-
-func (h *hangTarget) Start(ctx context.Context, spec target.NodeSpec, env target.Env) (target.Node, error) {
-	n, err := h.InProcess.Start(ctx, spec, env)
-	if err != nil {
-		return nil, err
-	}
-	return &hangNode{Node: n}, nil
-}
-
 type hangNode struct {
 	target.Node
 	calls atomic.Int64
@@ -709,7 +690,9 @@ func (n *hangNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 	return n.Node.Issue(ctx, dst)
 }
 
-func init() { target.Register(&hangTarget{}) }
+func init() {
+	target.Register(&wrapTarget{name: "test-hang", wrap: func(n target.Node) target.Node { return &hangNode{Node: n} }})
+}
 
 // TestStalledRunFails: a call that never returns fails its run (exit 1)
 // once the stall timeout passes, and the suite goes on to the next run.
@@ -735,5 +718,20 @@ targets: [test-hang, wait]
 	}
 	if rep.ExitCode() != 1 {
 		t.Fatalf("exit %d, want 1", rep.ExitCode())
+	}
+}
+
+// prepareFails parses each scenario (as x.yaml) and wants Prepare to
+// reject it with an error containing its text.
+func prepareFails(t *testing.T, cases map[string]string) {
+	t.Helper()
+	for src, want := range cases {
+		s, err := scenario.Parse("x.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := harness.Prepare([]*scenario.Scenario{s}, harness.Options{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v, want %q", err, want)
+		}
 	}
 }
