@@ -101,8 +101,10 @@ func (s *Server) newServing(lim *connLimiter, h fasthttp.RequestHandler, nh http
 	return sv
 }
 
-// run accepts connections until the listener closes (nil) or fails.
-func (sv *serving) run() error {
+// start starts the HTTP/1.1 and h2c servers behind the sniffer. It runs
+// before the accept loop's goroutine and before any shutdown, so the
+// WaitGroup's Add never races the Wait in shutdown.
+func (sv *serving) start() {
 	sv.served.Add(2)
 	go func() {
 		defer sv.served.Done()
@@ -116,6 +118,10 @@ func (sv *serving) run() error {
 			sv.s.log.Error("server: h2c serving ended", "err", err)
 		}
 	}()
+}
+
+// accept accepts connections until the listener closes (nil) or fails.
+func (sv *serving) accept() error {
 	for {
 		c, err := sv.lim.Accept()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/internal/testenv"
 )
@@ -249,5 +251,40 @@ func TestTimeouts(t *testing.T) {
 	b, err := io.ReadAll(c)
 	if err != nil || (len(b) > 0 && !strings.Contains(string(b), " 408 ")) {
 		t.Fatalf("unfinished headers: %q, %v; want a 408 or a close", b, err)
+	}
+}
+
+// TestServeCancelledAtOnce serves with a context that ends at once, with
+// and without an admin listener: the shutdown must not race the start of
+// the serving goroutines (it did under -race: the WaitGroup's Add in the
+// serving goroutine against the Wait in shutdown).
+func TestServeCancelledAtOnce(t *testing.T) {
+	clock := faults.New(generator.SystemClock())
+	gen, _ := generator.New(generator.Settings{Node: 1, Clock: clock})
+	defer gen.Close()
+	for i := range 20 {
+		cfg := Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)}
+		if i%2 == 1 {
+			cfg.AdminToken, cfg.FaultClock = testToken, clock
+		}
+		srv, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var admin net.Listener
+		if cfg.AdminToken != "" {
+			if admin, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := srv.Serve(ctx, ln, admin); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
 	}
 }

@@ -321,7 +321,8 @@ func (s *Server) Serve(ctx context.Context, main, admin net.Listener) error {
 	}
 	errc := make(chan error, len(servings))
 	for _, sv := range servings {
-		go func() { errc <- sv.run() }()
+		sv.start()
+		go func() { errc <- sv.accept() }()
 	}
 	var first error
 	received := 0
