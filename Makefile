@@ -48,7 +48,9 @@ test-short:
 BENCH_COUNT ?= 1
 bench:
 	@mkdir -p out
-	@{ $(GO) test -run '^$$' -bench . -benchmem -benchtime 1s -count $(BENCH_COUNT) -cpu 1,2 ./generator/ ./verify/ ./telemetry/ ./loadgen/ ./verify/pgoracle/; echo $$? > out/bench.rc; } | tee out/bench.txt
+	@echo "load average at the start: $$(cut -d' ' -f1-3 /proc/loadavg)"
+	@{ $(GO) test -run '^$$' -bench . -benchmem -benchtime 1s -count $(BENCH_COUNT) -cpu 1,2 ./generator/ ./verify/ ./telemetry/ ./harness/loadgen/ ./verify/pgoracle/ ./verify/sink/; echo $$? > out/bench.rc; } | tee out/bench.txt
+	@echo "load average at the end: $$(cut -d' ' -f1-3 /proc/loadavg)"
 	@echo; echo "ratios (x-*: subject/reference in the same run; x-ceiling 1.00 = 4,096 IDs/ms):"
 	@awk '/^Benchmark/ { r = ""; for (i = 3; i < NF; i++) if ($$(i+1) ~ /^x-/) r = r "  " $$(i+1) " " $$i; if (r != "") printf "  %-44s%s\n", $$1, r }' out/bench.txt
 	@exit $$(cat out/bench.rc)

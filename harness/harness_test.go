@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -674,30 +675,41 @@ targets: [wait]
 
 // test-hang runs in-process nodes whose calls never return once armed,
 // like a generator that loops without bound.
+// Closing one ends its hung calls, as killing a process does.
 type hangNode struct {
 	target.Node
-	calls atomic.Int64
+	calls  atomic.Int64
+	closed chan struct{}
+	once   sync.Once
 }
 
-// hangRelease ends every hung call when the test ends.
-var hangRelease = make(chan struct{})
+// hangClosed counts the test-hang nodes closed.
+var hangClosed atomic.Int64
 
 func (n *hangNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 	if n.calls.Add(1) > 100 {
-		<-hangRelease
-		return 0, errors.New("released")
+		<-n.closed
+		return 0, errors.New("closed while hung")
 	}
 	return n.Node.Issue(ctx, dst)
 }
 
+func (n *hangNode) Close() error {
+	n.once.Do(func() { hangClosed.Add(1); close(n.closed) })
+	return n.Node.Close()
+}
+
 func init() {
-	target.Register(&wrapTarget{name: "test-hang", wrap: func(n target.Node) target.Node { return &hangNode{Node: n} }})
+	target.Register(&wrapTarget{name: "test-hang", wrap: func(n target.Node) target.Node {
+		return &hangNode{Node: n, closed: make(chan struct{})}
+	}})
 }
 
 // TestStalledRunFails: a call that never returns fails its run (exit 1)
-// once the stall timeout passes, and the suite goes on to the next run.
+// once the stall timeout passes, the run's nodes are closed (which ends
+// the hung call, as killing a process does, so the driver returns), and
+// the suite goes on to the next run.
 func TestStalledRunFails(t *testing.T) {
-	t.Cleanup(func() { close(hangRelease) })
 	s, err := scenario.Parse("hang.yaml", []byte(`name: hang
 duration: 1s
 nodes: [{name: a, worker: 1}]
@@ -712,6 +724,9 @@ targets: [test-hang, wait]
 	hung, ok := rep.Scenarios[0].Runs[0], rep.Scenarios[0].Runs[1]
 	if hung.Verdict != harness.Fail || !strings.Contains(hung.Error, "stalled") || len(hung.Checks) != 1 || hung.Checks[0].Verdict != harness.Fail {
 		t.Fatalf("hung run: %+v", hung)
+	}
+	if hangClosed.Load() == 0 || strings.Contains(hung.Error, "did not close") || strings.Contains(hung.Error, "driver did not return") {
+		t.Fatalf("the stalled run's node was not closed, or its teardown did not finish: %d closed; %s", hangClosed.Load(), hung.Error)
 	}
 	if ok.Verdict != harness.Pass {
 		t.Fatalf("wait run after it: %+v", ok)

@@ -234,6 +234,9 @@ func (l *lifecycle) startSlot(sl *slot) error {
 	}
 	n, err := l.tgt.Start(l.ctx, sl.spec, env)
 	sl.node = n
+	if n != nil {
+		l.noteStarted(n)
+	}
 	l.afterStart(sl, err)
 	return err
 }

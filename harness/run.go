@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -69,6 +70,16 @@ type run struct {
 		overruns uint64
 	}
 
+	// abort is set by the watchdog when the driver stalled: the driver
+	// stops at its next step.
+	abort atomic.Bool
+	// started lists every node the run started, for the watchdog: when
+	// the driver stalls, drive closes them from its own goroutine.
+	started struct {
+		sync.Mutex
+		nodes []target.Node
+	}
+
 	// live is the published list of slots that take requests (alive
 	// ones); the driver replaces it whenever the set changes.
 	live atomic.Pointer[[]*slot]
@@ -88,6 +99,44 @@ type run struct {
 	driverNow func() time.Duration
 	lease     leaseLog
 	hosts     int // hosts made so far, for names
+}
+
+// noteStarted records a node the run started (see started).
+func (r *run) noteStarted(n target.Node) {
+	r.started.Lock()
+	r.started.nodes = append(r.started.nodes, n)
+	r.started.Unlock()
+}
+
+// closeStarted closes every node the run started, each in its own
+// goroutine, and waits for them within limit: the watchdog's teardown of a
+// stalled run (a process target's node is killed, which also ends a call
+// hung on it). It reports how many closes had not returned.
+func (r *run) closeStarted(limit time.Duration) int {
+	r.started.Lock()
+	nodes := slices.Clone(r.started.nodes)
+	r.started.Unlock()
+	var pending atomic.Int64
+	pending.Store(int64(len(nodes)))
+	done := make(chan struct{})
+	for _, n := range nodes {
+		go func() {
+			_ = n.Close() // best effort: the run has already failed
+			if pending.Add(-1) == 0 {
+				close(done)
+			}
+		}()
+	}
+	if len(nodes) == 0 {
+		return 0
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	return int(pending.Load())
 }
 
 // realTolerance is the least offset tolerance in real mode.
@@ -194,6 +243,9 @@ type leaseLog struct {
 
 // stopped reports whether the run was stopped (fail-fast).
 func (r *run) stopped() bool {
+	if r.abort.Load() {
+		return true
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mu.stopped

@@ -82,6 +82,10 @@ type Options struct {
 // bounded call (the longest MaxWait a scenario may set is a minute).
 const DefaultStallTimeout = 2 * time.Minute
 
+// stallTeardown bounds each step of a stalled run's teardown: closing its
+// nodes, then waiting for the driver to return.
+const stallTeardown = 10 * time.Second
+
 // stallTimeout returns StallTimeout with its default.
 func (o *Options) stallTimeout() time.Duration {
 	if o.StallTimeout > 0 {
@@ -431,9 +435,10 @@ func failStands(res *Result) bool {
 }
 
 // drive runs r's driver into res, watching its heartbeat. When the driver
-// makes no progress for the stall timeout it returns a failed result in
-// place of res (the driver's goroutine, stuck in the target, is left
-// behind: nothing can unwind a call that never returns); else nil.
+// makes no progress for the stall timeout it closes the run's nodes and
+// returns a failed result in place of res; a driver still stuck after that
+// is left behind (nothing can unwind a call that never returns). Else it
+// returns nil.
 func (r *run) drive(res *Result) *Result {
 	done := make(chan any, 1)
 	go func() {
@@ -465,9 +470,23 @@ func (r *run) drive(res *Result) *Result {
 		if time.Since(since) < limit {
 			continue
 		}
+		// Tear the run's nodes down (a process target's are killed, which
+		// ends the calls hung on them), then give the driver a moment to
+		// return; if it does not, it is abandoned with what it holds.
+		r.abort.Store(true)
+		teardown := ""
+		if left := r.closeStarted(stallTeardown); left > 0 {
+			teardown = fmt.Sprintf("; %d node(s) did not close within %s", left, stallTeardown)
+		} else {
+			select {
+			case <-done:
+			case <-time.After(stallTeardown):
+				teardown = fmt.Sprintf("; the driver did not return within %s of closing the nodes", stallTeardown)
+			}
+		}
 		return &Result{
 			Target: res.Target, Use: res.Use, Control: res.Control, KnownBad: r.info.KnownBad, Verdict: Fail,
-			Error:  fmt.Sprintf("stalled: the run made no progress for %s of wall time; a call into the target did not return (a call that blocks or loops without bound)", limit),
+			Error:  fmt.Sprintf("stalled: the run made no progress for %s of wall time; a call into the target did not return (a call that blocks or loops without bound)%s", limit, teardown),
 			Checks: []Check{{Expr: stallCheck, Verdict: Fail, Observed: "a call did not return within " + limit.String()}},
 		}
 	}
