@@ -226,7 +226,7 @@ targets: [wait]
 	vr.Lag = verify.Dist{Count: 10}
 	noisy := &Calibration{Tolerance: Duration(MaxTolerance), Wanted: Duration(time.Second), TooNoisy: true}
 	want := []Verdict{Fail, Pass, Unknown, Pass, Unknown, Pass}
-	for i, c := range evaluate(s, "wait", vr, nil, Figures{}, noisy) {
+	for i, c := range evaluate(s, "wait", scenario.ModeReal, vr, nil, Figures{}, noisy) {
 		if c.Verdict != want[i] || c.Bound != "" {
 			t.Errorf("%s: %s (bound %q), want %s", c.Expr, c.Verdict, c.Bound, want[i])
 		}

@@ -31,10 +31,16 @@ import (
 // In real mode cal is the suite's calibration: timing and liveness
 // bounds are judged widened by its tolerance (see widen; the check's
 // Bound says how), safety bounds as written. Simulated mode passes nil.
-func evaluate(s *scenario.Scenario, targetName string, vr verify.Result, faults []FaultResult, figs Figures, cal *Calibration) []Check {
+// A check scoped to the other mode ("in simulated mode") is n/a.
+func evaluate(s *scenario.Scenario, targetName string, mode scenario.Mode, vr verify.Result, faults []FaultResult, figs Figures, cal *Calibration) []Check {
 	var out []Check
 	for _, e := range s.ChecksFor(targetName) {
 		c := Check{Expr: e.Text, Expected: e.Expected, Info: e.Informational, Line: e.Line}
+		if e.Mode != "" && e.Mode != mode {
+			c.Verdict, c.Observed, c.Reason = NA, "-", fmt.Sprintf("judged in %s mode only: the scenario says this figure depends on %s time's ordering", e.Mode, e.Mode)
+			out = append(out, c)
+			continue
+		}
 		if why := inapplicable(e.Metric, vr); why != "" {
 			c.Verdict, c.Observed, c.Reason = NA, "-", why
 			out = append(out, c)

@@ -119,7 +119,7 @@ targets: [wait]
 	if err != nil {
 		t.Fatal(err)
 	}
-	checks := evaluate(s, "wait", vr, nil, Figures{}, nil)
+	checks := evaluate(s, "wait", scenario.ModeSimulated, vr, nil, Figures{}, nil)
 	for i, c := range checks {
 		switch {
 		case i == 0 && c.Verdict != Pass:
@@ -215,4 +215,32 @@ func BenchmarkRecord(b *testing.B) {
 			vf.Observe(verify.Observation{Issuer: is, Stream: 1<<32 | 0, RefStart: at, RefEnd: at, IDs: ids})
 		}
 	})
+}
+
+// TestEvaluateModeScoped: a check scoped to one mode ("in simulated
+// mode") is judged in that mode and n/a, with the reason, in the other.
+func TestEvaluateModeScoped(t *testing.T) {
+	s, err := scenario.Parse("m.yaml", []byte(`
+name: m
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 10/s}
+invariants: ["duplicates == 0", "refusals >= 5 in simulated mode"]
+targets: [wait]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vr verify.Result
+	sim := evaluate(s, "wait", scenario.ModeSimulated, vr, nil, Figures{}, nil)
+	real := evaluate(s, "wait", scenario.ModeReal, vr, nil, Figures{}, nil)
+	if sim[1].Verdict == NA || sim[1].Verdict == Pass {
+		t.Errorf("simulated: %s is %s, want it judged (0 refusals fails it)", sim[1].Expr, sim[1].Verdict)
+	}
+	if real[1].Verdict != NA || !strings.Contains(real[1].Reason, "simulated mode only") {
+		t.Errorf("real: %s is %s (%s), want n/a saying it is judged in simulated mode only", real[1].Expr, real[1].Verdict, real[1].Reason)
+	}
+	if sim[0].Verdict != Pass || real[0].Verdict != Pass {
+		t.Errorf("duplicates: %s / %s, want pass in both modes", sim[0].Verdict, real[0].Verdict)
+	}
 }

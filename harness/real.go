@@ -97,7 +97,12 @@ func (d *realDriver) spawn(c *client, t time.Duration) {
 			if own != nil && !v.alive {
 				return // a clone that ended: its clients stop
 			}
-			end, err := r.call(v, c.idx, next, buf, d.now)
+			// The call begins now, which is later than due when the
+			// clients fall behind a burst no real client can send in time:
+			// its wait and reference span start when it was sent, so that
+			// max_wait measures the node, not the harness's backlog (the
+			// schedule itself still runs from next).
+			end, err := r.call(v, c.idx, max(next, d.now()), buf, d.now)
 			if r.stopped() {
 				return
 			}

@@ -56,8 +56,10 @@ type run struct {
 	metrics    *metrics.Collector
 	gens       *telemetry.GeneratorCollector
 
-	// kind is the kind of ID the nodes issue (target.KindOf).
-	kind verify.Kind
+	// kind is the kind of ID the nodes issue (target.KindOf), layout
+	// the layout of the Snowflake IDs (the first node's).
+	kind   verify.Kind
+	layout generator.Layout
 
 	mu struct {
 		sync.Mutex
@@ -173,6 +175,7 @@ func newRun(ctx context.Context, j *job, o *Options) (*run, error) {
 		spec = target.SpecOf(r.st.Apply(s.Nodes[0]))
 	}
 	r.kind = target.KindOf(r.tgt, spec)
+	r.layout = layout
 	r.mu.v = verify.New(verify.Config{Kind: r.kind, Layout: layout, MaxDetails: 20})
 	r.faults = make([]FaultResult, len(s.Faults))
 	for i, f := range s.Faults {
@@ -362,7 +365,7 @@ func (r *run) call(c *view, client int, arrive time.Duration, buf *idBuf, now fu
 	}
 	err = buf.issue(target.WithClient(r.ctx, client), c.node)
 	end = now()
-	r.checkLease(c, end, buf.len())
+	r.checkLease(c, end, buf)
 	r.record(c, client, arrive, end, buf, err)
 	return end, err
 }
@@ -465,7 +468,7 @@ func (r *run) finish(res *Result, events uint64) {
 		cal = r.opts.Calibration.during(r.stall)
 		res.Real = &RealInfo{Stall: r.stall, Tolerance: cal.Tolerance, TooNoisy: cal.TooNoisy, Wanted: cal.Wanted, Raised: cal.Tolerance > r.opts.Calibration.Tolerance}
 	}
-	res.Checks = evaluate(r.s, r.st.Name, vr, res.Faults, res.Figures, cal)
+	res.Checks = evaluate(r.s, r.st.Name, r.job.mode, vr, res.Faults, res.Figures, cal)
 	if judged != nil {
 		res.Checks = append(res.Checks, judgeCheck(*judged, res.Figures))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/lease"
+	"github.com/snowchaos/snowchaos/verify"
 )
 
 // The run's lease store has a clock of its own (run.storeClock, a
@@ -97,12 +98,20 @@ func (w *leaseWatch) holds(holder string, worker, at int64) bool {
 
 // checkLease counts the IDs of an answered request of a leasing node that
 // the store did not cover: issued at offset end while, by the store's
-// clock, the node's holder held no unexpired lease on the worker ID.
-func (r *run) checkLease(c *view, end time.Duration, n int) {
+// clock, the node's holder held no unexpired lease on the worker ID they
+// carry. The worker is read from the IDs, not from the view the call
+// started with: on the wall clock a rebind can land while a call is in
+// flight, and its IDs then carry the new worker ID.
+func (r *run) checkLease(c *view, end time.Duration, buf *idBuf) {
+	n := buf.len()
 	if r.watch == nil || !c.leased || n == 0 || r.info.KnownBad {
 		return
 	}
-	if r.watch.holds(c.holder, c.worker, r.storeAt(end)) {
+	worker := c.worker
+	if r.kind == verify.KindSnowflake {
+		worker = r.layout.Decode(buf.sf[0]).Node
+	}
+	if r.watch.holds(c.holder, worker, r.storeAt(end)) {
 		return
 	}
 	r.mu.Lock()

@@ -162,7 +162,8 @@ const (
 	OpGE Op = ">="
 )
 
-// Expr is one threshold: "<metric> [stat] <op> <value> [during <fault>]".
+// Expr is one threshold:
+// "<metric> [stat] <op> <value> [during <fault>] [in simulated|real mode]".
 type Expr struct {
 	// Text is the expression as written.
 	Text string
@@ -177,6 +178,12 @@ type Expr struct {
 	// During, when set, restricts the figure to the observation windows of
 	// the fault with that name, or of every fault of that kind.
 	During string
+	// Mode, when set, is the only mode the expression is judged in
+	// ("in simulated mode": a figure that only simulated time's exact
+	// ordering fixes); in the other mode its cell is n/a with the reason.
+	// Safety figures (duplicates, order and restart violations, lease
+	// overruns) take no mode: they hold in both.
+	Mode Mode
 	// Expected is true for an expectation of a negative control.
 	Expected bool
 	// Informational is true for an invariant shown for a negative control
@@ -215,6 +222,9 @@ func (e Expr) String() string {
 	s += " " + string(e.Op) + " " + e.Format(e.Value)
 	if e.During != "" {
 		s += " during " + e.During
+	}
+	if e.Mode != "" {
+		s += " in " + string(e.Mode) + " mode"
 	}
 	return s
 }
@@ -321,9 +331,22 @@ func ParseExpr(s string) (Expr, error) {
 	}
 	e.Value = v
 	toks = toks[1:]
+	if n := len(toks); n >= 3 && toks[n-3] == "in" && toks[n-1] == "mode" {
+		switch m := Mode(toks[n-2]); m {
+		case ModeSimulated, ModeReal:
+			e.Mode = m
+		default:
+			return e, fmt.Errorf("in %q mode: want \"in simulated mode\" or \"in real mode\"", toks[n-2])
+		}
+		switch e.Metric {
+		case MetricDuplicates, MetricOrder, MetricRestart, MetricLeaseOverruns:
+			return e, fmt.Errorf("%s is a safety figure: it holds in every mode, so it takes no \"in %s mode\"", e.Metric, e.Mode)
+		}
+		toks = toks[:n-3]
+	}
 	if len(toks) > 0 {
 		if toks[0] != "during" {
-			return e, fmt.Errorf("unexpected %q after the value (want \"during <fault>\" or nothing)", toks[0])
+			return e, fmt.Errorf("unexpected %q after the value (want \"during <fault>\", \"in simulated|real mode\" or nothing)", toks[0])
 		}
 		if len(toks) != 2 {
 			return e, fmt.Errorf("want one fault name after \"during\"")

@@ -1341,6 +1341,17 @@ func (p *parser) expr(n *yaml.Node, key, prefix string) (Expr, bool) {
 	return x, true
 }
 
+// checkExpectation is checkDuring for a negative control's expectation,
+// which also takes no mode: a control real mode cannot catch says so with
+// real_na, so that it shows as n/a rather than as neither caught nor
+// escaped.
+func (p *parser) checkExpectation(s *Scenario, n *yaml.Node, key string, x Expr) {
+	p.checkDuring(s, n, key, x)
+	if x.Mode != "" {
+		p.errorf(n, key, "an expectation takes no \"in %s mode\": give the target real_na: \"<why>\" when real mode cannot catch it", x.Mode)
+	}
+}
+
 func (p *parser) checkDuring(s *Scenario, n *yaml.Node, key string, x Expr) {
 	if x.During == "" {
 		return
@@ -1398,7 +1409,7 @@ func (p *parser) expect(n *yaml.Node, s *Scenario) []Expectation {
 				}
 				if x, ok := p.expr(mv, path+"."+mk.Value, mk.Value); ok {
 					x.Line = max(mk.Line, 1)
-					p.checkDuring(s, mk, path+"."+mk.Value, x)
+					p.checkExpectation(s, mk, path+"."+mk.Value, x)
 					exp.Exprs = append(exp.Exprs, x)
 				}
 			}
@@ -1406,13 +1417,13 @@ func (p *parser) expect(n *yaml.Node, s *Scenario) []Expectation {
 			for j, it := range v.Content {
 				key := fmt.Sprintf("%s[%d]", path, j)
 				if x, ok := p.expr(deref(it), key, ""); ok {
-					p.checkDuring(s, it, key, x)
+					p.checkExpectation(s, it, key, x)
 					exp.Exprs = append(exp.Exprs, x)
 				}
 			}
 		case v != nil && v.Kind == yaml.ScalarNode && v.Tag != "!!null":
 			if x, ok := p.expr(v, path, ""); ok {
-				p.checkDuring(s, v, path, x)
+				p.checkExpectation(s, v, path, x)
 				exp.Exprs = append(exp.Exprs, x)
 			}
 		default:

@@ -105,6 +105,7 @@ invariants: ["duplicates == 0"]
 		{"worker with no node bits", strings.Replace(base, "worker: 1}", "worker: 1, layout: 50/0/13}", 1), `3: nodes[0].worker: 1 is out of range [0, 0]`},
 		{"during unknown", strings.Replace(base, `"duplicates == 0"`, `"availability >= 0.9 during leap"`, 1), `5: invariants[0]: "during leap": the scenario has no faults`},
 		{"expect unknown target", base + "expect: {bad: {duplicates: \"> 0\"}}\n", `6: expect.bad: target "bad" is not in targets`},
+		{"expect with a mode", base + "targets: [wait, bad-no-rewind-check]\nexpect: {bad-no-rewind-check: {max_wait: \"> 1ms in real mode\"}}\n", `7: expect.bad-no-rewind-check.max_wait: an expectation takes no "in real mode"`},
 		{"wrong unit", strings.Replace(base, "duplicates == 0", "lead <= 5", 1), `5: invariants[0]: lead takes a duration such as 200ms, not "5"`},
 		{"ratio range", strings.Replace(base, "duplicates == 0", "availability >= 2", 1), `availability takes a ratio`},
 		{"duplicate key", base + "seed: 1\nseed: 2\n", `7: seed: key "seed" repeated`},
@@ -253,17 +254,19 @@ faults:
 
 func TestParseExpr(t *testing.T) {
 	good := map[string]string{
-		"duplicates == 0":                  "duplicates == 0",
-		"duplicates==0":                    "duplicates == 0",
-		"availability >= 0.99 during leap": "availability >= 0.9900 during leap",
-		"availability >= 99.5%":            "availability >= 0.9950",
-		"lead <= 200ms":                    "lead max <= 200ms",
-		"lag p99 <= 5ms":                   "lag p99 <= 5ms",
-		"max_wait <= 1s":                   "wait max <= 1s",
-		"gap < 150ms during step":          "gap < 150ms during step",
-		"order_violations == 0":            "order_violations == 0",
-		"restart_violations != 3":          "restart_violations != 3",
-		"wait p50 > 0s":                    "wait p50 > 0s",
+		"duplicates == 0":                                 "duplicates == 0",
+		"duplicates==0":                                   "duplicates == 0",
+		"availability >= 0.99 during leap":                "availability >= 0.9900 during leap",
+		"availability >= 99.5%":                           "availability >= 0.9950",
+		"lead <= 200ms":                                   "lead max <= 200ms",
+		"lag p99 <= 5ms":                                  "lag p99 <= 5ms",
+		"max_wait <= 1s":                                  "wait max <= 1s",
+		"gap < 150ms during step":                         "gap < 150ms during step",
+		"order_violations == 0":                           "order_violations == 0",
+		"restart_violations != 3":                         "restart_violations != 3",
+		"wait p50 > 0s":                                   "wait p50 > 0s",
+		"refusals >= 2900 during pause in simulated mode": "refusals >= 2900 during pause in simulated mode",
+		"max_wait <= 5ms in real mode":                    "wait max <= 5ms in real mode",
 	}
 	for in, want := range good {
 		e, err := ParseExpr(in)
@@ -276,16 +279,20 @@ func TestParseExpr(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"":                               "empty invariant",
-		"duplicats == 0":                 `did you mean "duplicates"?`,
-		"lead p98 <= 1ms":                `lead has no statistic "p98"`,
-		"duplicates p99 == 0":            `duplicates has no statistic`,
-		"duplicates =< 0":                `unknown comparison "="`,
-		"duplicates == -1":               "whole number",
-		"duplicates == 0 while leap":     `unexpected "while"`,
-		"order_violations == 0 during x": "takes no \"during\"",
-		"max_wait p99 <= 1s":             "already names its statistic",
-		"lead <=":                        "want a value",
+		"":                                      "empty invariant",
+		"duplicats == 0":                        `did you mean "duplicates"?`,
+		"lead p98 <= 1ms":                       `lead has no statistic "p98"`,
+		"duplicates p99 == 0":                   `duplicates has no statistic`,
+		"duplicates =< 0":                       `unknown comparison "="`,
+		"duplicates == -1":                      "whole number",
+		"duplicates == 0 while leap":            `unexpected "while"`,
+		"order_violations == 0 during x":        "takes no \"during\"",
+		"max_wait p99 <= 1s":                    "already names its statistic",
+		"lead <=":                               "want a value",
+		"max_wait <= 5ms in fake mode":          `in "fake" mode: want`,
+		"duplicates == 0 in real mode":          "safety figure",
+		"lease_overruns == 0 in simulated mode": "safety figure",
+		"max_wait <= 5ms in real":               `unexpected "in"`,
 	}
 	for in, want := range bad {
 		_, err := ParseExpr(in)
