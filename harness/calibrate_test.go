@@ -207,17 +207,7 @@ func TestDuringRun(t *testing.T) {
 // a lag bound is decided only where 1s of jitter either way would not change it,
 // and safety checks are judged as always.
 func TestEvaluateNoisy(t *testing.T) {
-	s, err := scenario.Parse("n.yaml", []byte(`
-name: n
-duration: 1s
-nodes: [{name: a, worker: 1}]
-load: {rate: 10/s}
-invariants: ["duplicates == 0", "max_wait <= 5ms", "max_wait <= 1ms", "availability == 1", "lag p99 <= 500ms", "lag p99 <= 2s"]
-targets: [wait]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := waitScenario(t, `"duplicates == 0", "max_wait <= 5ms", "max_wait <= 1ms", "availability == 1", "lag p99 <= 500ms", "lag p99 <= 2s"`)
 	var vr verify.Result
 	vr.Ordered, vr.Timed = true, true
 	vr.Duplicates = 1

@@ -108,17 +108,7 @@ func TestRecordUUIDv4NotApplicable(t *testing.T) {
 	if vr.Ordered || vr.Timed || vr.OrderViolations != 0 || vr.Duplicates != 1 {
 		t.Fatalf("uuidv4: ordered %v timed %v, %d order violations, %d duplicates; want no order, no time, 0, 1", vr.Ordered, vr.Timed, vr.OrderViolations, vr.Duplicates)
 	}
-	s, err := scenario.Parse("v4.yaml", []byte(`
-name: v4
-duration: 1s
-nodes: [{name: a, worker: 1}]
-load: {rate: 10/s}
-invariants: ["duplicates <= 1", "order_violations == 0", "restart_violations == 0", "max_lead <= 1ms", "lag p99 <= 1ms"]
-targets: [wait]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := waitScenario(t, `"duplicates <= 1", "order_violations == 0", "restart_violations == 0", "max_lead <= 1ms", "lag p99 <= 1ms"`)
 	checks := evaluate(s, "wait", scenario.ModeSimulated, vr, nil, Figures{}, nil)
 	for i, c := range checks {
 		switch {
@@ -220,17 +210,7 @@ func BenchmarkRecord(b *testing.B) {
 // TestEvaluateModeScoped: a check scoped to one mode ("in simulated
 // mode") is judged in that mode and n/a, with the reason, in the other.
 func TestEvaluateModeScoped(t *testing.T) {
-	s, err := scenario.Parse("m.yaml", []byte(`
-name: m
-duration: 1s
-nodes: [{name: a, worker: 1}]
-load: {rate: 10/s}
-invariants: ["duplicates == 0", "refusals >= 5 in simulated mode"]
-targets: [wait]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := waitScenario(t, `"duplicates == 0", "refusals >= 5 in simulated mode"`)
 	var vr verify.Result
 	sim := evaluate(s, "wait", scenario.ModeSimulated, vr, nil, Figures{}, nil)
 	real := evaluate(s, "wait", scenario.ModeReal, vr, nil, Figures{}, nil)
@@ -243,4 +223,22 @@ targets: [wait]
 	if sim[0].Verdict != Pass || real[0].Verdict != Pass {
 		t.Errorf("duplicates: %s / %s, want pass in both modes", sim[0].Verdict, real[0].Verdict)
 	}
+}
+
+// waitScenario parses a one-second scenario of one node, judged on the
+// wait target by the given invariants (a YAML flow list's items).
+func waitScenario(t *testing.T, invariants string) *scenario.Scenario {
+	t.Helper()
+	s, err := scenario.Parse("w.yaml", []byte(`
+name: w
+duration: 1s
+nodes: [{name: a, worker: 1}]
+load: {rate: 10/s}
+invariants: [`+invariants+`]
+targets: [wait]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
