@@ -63,7 +63,7 @@ func (l *lifecycle) inFlight(sl *slot) {
 	buf := newIDBuf(l.kind, 1)
 	at := sl.host.now()
 	err := buf.issue(target.WithClient(ctx, inFlightClient), v.node)
-	l.record(v, inFlightClient, at, at, buf, err)
+	l.record(v, inFlightClient, at, at, buf, err, ownOffset(v))
 }
 
 // crashed handles an armed crash that struck during the call just

@@ -2,12 +2,15 @@ package harness
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/scenario"
+	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/verify"
 )
 
@@ -40,7 +43,7 @@ func v7(ms int64, seq, lo uint64) verify.ID128 {
 func (r *run) wideCall(v *view, client int, at time.Duration, ids ...verify.ID128) verify.Found {
 	b := newIDBuf(r.kind, len(ids))
 	b.n = copy(b.wide, ids)
-	return r.record(v, client, at, at+time.Millisecond, b, nil)
+	return r.record(v, client, at, at+time.Millisecond, b, nil, ownOffset(v))
 }
 
 // TestRecordWideDuplicate: a UUIDv7 planted in two issuers' calls is
@@ -130,10 +133,10 @@ func TestRecordStrings(t *testing.T) {
 	r.s = &scenario.Scenario{Name: "s"}
 	b := newIDBuf(verify.KindString, 2)
 	b.n = copy(b.strs, []string{`order-"1"`, "order-2"})
-	r.record(v[0], 0, 0, time.Millisecond, b, nil)
+	r.record(v[0], 0, 0, time.Millisecond, b, nil, 0)
 	again := &view{sl: v[0].sl, up: true, incarnation: 1, issuer: r.mu.v.Register(verify.IssuerSpec{Name: "a", Incarnation: 1, Worker: 1})}
 	b.n = copy(b.strs, []string{"order-3", `order-"1"`})
-	if f := r.record(again, 0, 5*time.Millisecond, 6*time.Millisecond, b, nil); f.Duplicates != 1 {
+	if f := r.record(again, 0, 5*time.Millisecond, 6*time.Millisecond, b, nil, 0); f.Duplicates != 1 {
 		t.Fatalf("found %+v, want 1 duplicate", f)
 	}
 	vr := r.mu.v.Result()
@@ -190,7 +193,7 @@ func BenchmarkRecord(b *testing.B) {
 					buf.wide[0] = v7(ms+int64(i>>12), uint64(i), 0)
 				}
 				at := time.Duration(i>>12) * time.Millisecond
-				r.record(v[0], 0, at, at, buf, nil)
+				r.record(v[0], 0, at, at, buf, nil, 0)
 			}
 		})
 	}
@@ -241,4 +244,43 @@ targets: [wait]
 		t.Fatal(err)
 	}
 	return s
+}
+
+// stepMidCall is a node whose one call reads its clock, then sees the
+// host's clock stepped back (a fault landing during the call) before it
+// answers with an ID of the tick it read.
+type stepMidCall struct {
+	target.Node
+	host *hostTruth
+	by   time.Duration
+}
+
+func (n *stepMidCall) Issue(_ context.Context, dst []generator.ID) (int, error) {
+	own, _ := n.host.shadow.Now() // the node's clock at the call's start
+	n.host.shadow.Step(n.by)
+	id, err := generator.DefaultLayout().Compose(generator.DefaultLayout().TickOf(own), 1, 0)
+	dst[0] = id
+	return 1, err
+}
+
+// TestLeadOwnStepMidCall: an ID read from the node's own clock just before
+// a 300 ms step back that lands during the call has no lead over that
+// clock; judged by the offset at the call's end alone it showed one of
+// 299 ms (the wall-clock false alarm in step-forward / logical).
+func TestLeadOwnStepMidCall(t *testing.T) {
+	r, v := wideRun(verify.KindSnowflake, "a")
+	r.startNs = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	r.ctx, r.mu.v = context.Background(), verify.New(verify.Config{})
+	v[0].issuer = r.mu.v.Register(verify.IssuerSpec{Name: "a", Worker: 1})
+	shadow := faults.New(faults.NewVirtual(time.Unix(0, r.startNs), true))
+	shadow.Step(300 * time.Millisecond)
+	v[0].host = &hostTruth{shadow: shadow}
+	v[0].node = &stepMidCall{host: v[0].host, by: -300 * time.Millisecond}
+	buf := newIDBuf(verify.KindSnowflake, 1)
+	if _, err := r.call(v[0], 0, 0, buf, func() time.Duration { return time.Millisecond }); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.mu.v.Result().MaxLeadOwn; got > time.Millisecond {
+		t.Fatalf("max_lead_own %s for an ID read from the node's own clock before the step, want none", got)
+	}
 }

@@ -310,22 +310,31 @@ func outcome(err error) verify.Outcome {
 	return verify.OutcomeOf(err)
 }
 
+// ownOffset is the node's own clock offset as the harness's shadow of it
+// reads now (0 without a host).
+func ownOffset(c *view) time.Duration {
+	if c.host == nil {
+		return 0
+	}
+	return c.host.shadow.Offset()
+}
+
 // record feeds one call to the verifier, the timeline, the history and the
 // metrics. arrive and end are offsets from the start; client is the
-// client's index; ids holds the call's IDs (nil: none).
-func (r *run) record(c *view, client int, arrive, end time.Duration, ids *idBuf, err error) verify.Found {
+// client's index; ids holds the call's IDs (nil: none); own is the node's
+// own clock offset max_lead_own is measured against: the larger of its
+// offsets at the call's start and end, since the node may have read its
+// clock before a step back that landed during the call (only on the wall
+// clock can one land there).
+func (r *run) record(c *view, client int, arrive, end time.Duration, ids *idBuf, err error, own time.Duration) verify.Found {
 	sl := c.sl
 	o := verify.Observation{
-		Issuer:   c.issuer,
-		RefStart: r.startNs + int64(arrive),
-		RefEnd:   r.startNs + int64(end),
-		Outcome:  outcome(err),
-		Wait:     end - arrive,
-	}
-	if c.host != nil {
-		// The node's own clock as the harness's shadow of it reads now,
-		// at the call's end: what max_lead_own is measured against.
-		o.OwnOffset = c.host.shadow.Offset()
+		Issuer:    c.issuer,
+		RefStart:  r.startNs + int64(arrive),
+		RefEnd:    r.startNs + int64(end),
+		Outcome:   outcome(err),
+		Wait:      end - arrive,
+		OwnOffset: own,
 	}
 	if c.up {
 		o.Stream = uint64(client+1)<<32 | uint64(sl.idx)<<16 | uint64(c.incarnation&0xffff)
@@ -352,7 +361,7 @@ func (r *run) record(c *view, client int, arrive, end time.Duration, ids *idBuf,
 
 // recordDown records a request to a node that is down.
 func (r *run) recordDown(c *view, client int, at time.Duration) {
-	r.record(c, client, at, at, nil, fmt.Errorf("%w: %s", target.ErrStopped, c.downReason))
+	r.record(c, client, at, at, nil, fmt.Errorf("%w: %s", target.ErrStopped, c.downReason), ownOffset(c))
 }
 
 // call sends one request to the slot as its view shows it and records
@@ -363,10 +372,11 @@ func (r *run) call(c *view, client int, arrive time.Duration, buf *idBuf, now fu
 		r.recordDown(c, client, arrive)
 		return arrive, target.ErrStopped
 	}
+	own := ownOffset(c)
 	err = buf.issue(target.WithClient(r.ctx, client), c.node)
 	end = now()
 	r.checkLease(c, end, buf)
-	r.record(c, client, arrive, end, buf, err)
+	r.record(c, client, arrive, end, buf, err, max(own, ownOffset(c)))
 	return end, err
 }
 
