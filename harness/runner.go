@@ -424,11 +424,8 @@ func failStands(res *Result) bool {
 		if err != nil {
 			continue
 		}
-		switch e.Metric {
-		case scenario.MetricDuplicates, scenario.MetricOrder, scenario.MetricRestart, scenario.MetricLeaseOverruns:
-			if e.Op == scenario.OpLT || e.Op == scenario.OpLE || (e.Op == scenario.OpEQ && e.Value == 0) {
-				return true
-			}
+		if e.Metric.Safety() && (e.Op == scenario.OpLT || e.Op == scenario.OpLE || (e.Op == scenario.OpEQ && e.Value == 0)) {
+			return true
 		}
 	}
 	return false

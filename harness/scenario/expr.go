@@ -193,6 +193,17 @@ type Expr struct {
 	Line int
 }
 
+// Safety reports whether m counts a safety failure (duplicates, order
+// and restart violations, lease overruns): bounds on it are judged as
+// written in every mode, with no tolerance and no mode of their own.
+func (m Metric) Safety() bool {
+	switch m {
+	case MetricDuplicates, MetricOrder, MetricRestart, MetricLeaseOverruns:
+		return true
+	}
+	return false
+}
+
 // Unit returns the unit of the expression's metric.
 func (e Expr) Unit() Unit {
 	i, _ := e.Metric.Info()
@@ -338,8 +349,7 @@ func ParseExpr(s string) (Expr, error) {
 		default:
 			return e, fmt.Errorf("in %q mode: want \"in simulated mode\" or \"in real mode\"", toks[n-2])
 		}
-		switch e.Metric {
-		case MetricDuplicates, MetricOrder, MetricRestart, MetricLeaseOverruns:
+		if e.Metric.Safety() {
 			return e, fmt.Errorf("%s is a safety figure: it holds in every mode, so it takes no \"in %s mode\"", e.Metric, e.Mode)
 		}
 		toks = toks[:n-3]
