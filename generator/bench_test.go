@@ -458,3 +458,46 @@ func BenchmarkStats(b *testing.B) {
 		_ = g.Stats()
 	}
 }
+
+// BenchmarkSleepLate sleeps the system clock to the next millisecond
+// boundary, as a call waiting for the next tick does, alternating with the
+// same wait on time.Sleep (the reference). It reports how late each woke
+// (late-p50-us, late-p99-us; ref- for time.Sleep) and the process CPU per
+// sleep (cpu-us/sleep, ref-cpu-us/sleep).
+func BenchmarkSleepLate(b *testing.B) {
+	type sample struct {
+		late []time.Duration
+		cpu  time.Duration
+	}
+	var sub, ref sample
+	measure := func(s *sample, sleep func(time.Duration)) {
+		c0, _ := processCPU()
+		now := time.Now()
+		d := time.Millisecond - time.Duration(now.UnixNano()%int64(time.Millisecond))
+		sleep(d)
+		s.late = append(s.late, time.Since(now)-d)
+		c1, _ := processCPU()
+		s.cpu += c1 - c0
+	}
+	clock := SystemClock()
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			measure(&sub, clock.Sleep)
+			measure(&ref, time.Sleep)
+		} else {
+			measure(&ref, time.Sleep)
+			measure(&sub, clock.Sleep)
+		}
+	}
+	q := func(s sample, p float64) float64 {
+		slices.Sort(s.late)
+		return float64(s.late[int(p*float64(len(s.late)-1))]) / 1e3
+	}
+	n := float64(len(sub.late))
+	b.ReportMetric(q(sub, 0.5), "late-p50-us")
+	b.ReportMetric(q(sub, 0.99), "late-p99-us")
+	b.ReportMetric(q(ref, 0.5), "ref-late-p50-us")
+	b.ReportMetric(q(ref, 0.99), "ref-late-p99-us")
+	b.ReportMetric(float64(sub.cpu)/n/1e3, "cpu-us/sleep")
+	b.ReportMetric(float64(ref.cpu)/n/1e3, "ref-cpu-us/sleep")
+}

@@ -2,7 +2,6 @@ package generator
 
 import (
 	"runtime"
-	"sync/atomic"
 	"time"
 )
 
@@ -26,16 +25,14 @@ type Clock interface {
 // (Go's time.Time carries the kernel's monotonic reading). Reading it costs
 // one time.Now (tens of nanoseconds).
 //
-// Its Sleep returns typically well under a microsecond after d without
-// spinning through the wait: the runtime timer (time.Sleep, which on Linux
-// wakes up to about 1.1 ms late) serves all but the last 1.5 ms; on Linux
-// a thread sleep (nanosleep, which blocks the calling OS thread) then
-// serves the rest up to just before the end, aiming short by the 90th
-// percentile of the lateness it has observed (65-90 µs measured on this
-// project's VM, of which the kernel's default timer slack is 50 µs); only
-// that last stretch is spent yielding the processor in a loop. Elsewhere
-// the last 1.5 ms is yielded, at the price of up to that much CPU per
-// sleep.
+// Its Sleep, on Linux, parks the calling goroutine on a kernel timer
+// (timerfd) in the runtime's network poller: no thread blocks, nothing
+// spins, and the wait ends when the kernel's high-resolution timer fires,
+// with no timer slack, so it returns after d by the scheduler's wake-up
+// latency (BenchmarkSleepLate reports it against time.Sleep's). Elsewhere,
+// or when no timer file can be opened, the runtime timer serves all but
+// the last 1.5 ms (time.Sleep may wake up to about 1.1 ms late) and the
+// rest is spent yielding the processor in a loop.
 func SystemClock() Clock { return systemClock{} }
 
 // monoOrigin anchors the system clock's monotonic readings.
@@ -58,26 +55,12 @@ const (
 	// minTimerSleep is the shortest time.Sleep worth taking: below it the
 	// wake-up costs more than it saves.
 	minTimerSleep = 500 * time.Microsecond
-	// Bounds of the thread sleep's lateness estimate, and its step.
-	minThreadLate  = 10 * time.Microsecond
-	maxThreadLate  = 300 * time.Microsecond
-	threadLateStep = 2 * time.Microsecond
-	// minThreadSleep is the shortest thread sleep worth taking.
-	minThreadSleep = 20 * time.Microsecond
 )
 
-// threadLate estimates the 90th percentile of how late a thread sleep
-// wakes (ns), within its bounds: each sleep later than the estimate moves
-// it up 9 steps, each other sleep down one, so it settles where 1 sleep in
-// 10 is later.
-var threadLate atomic.Int64
-
-func init() { threadLate.Store(int64(100 * time.Microsecond)) }
-
-// Sleep sleeps on the runtime timer, then the thread, then yields, each
-// until the next one can finish the wait in time; see SystemClock.
+// Sleep sleeps on a timer file, or else on the runtime timer and then
+// yields; see SystemClock.
 func (systemClock) Sleep(d time.Duration) {
-	if d <= 0 {
+	if d <= 0 || timerSleep(d) {
 		return
 	}
 	start := time.Now()
@@ -90,25 +73,6 @@ func (systemClock) Sleep(d time.Duration) {
 			time.Sleep(left - timerLate)
 			continue
 		}
-		late := time.Duration(threadLate.Load())
-		if haveThreadSleep && left >= late+minThreadSleep {
-			ask := left - late
-			t := time.Now()
-			threadSleep(ask)
-			observeThreadLate(time.Since(t) - ask)
-			continue
-		}
 		runtime.Gosched()
 	}
-}
-
-// observeThreadLate folds one thread sleep's lateness into threadLate.
-func observeThreadLate(late time.Duration) {
-	est := time.Duration(threadLate.Load())
-	if late > est {
-		est += 9 * threadLateStep
-	} else {
-		est -= threadLateStep
-	}
-	threadLate.Store(int64(min(max(est, minThreadLate), maxThreadLate)))
 }

@@ -2,7 +2,6 @@ package generator
 
 import (
 	"context"
-	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -152,37 +151,5 @@ func TestSystemClock(t *testing.T) {
 	w2, m2 := c.Now()
 	if m2 <= m1 || w2 < w1-int64(time.Second) {
 		t.Errorf("readings went backwards: wall %d -> %d, mono %d -> %d", w1, w2, m1, m2)
-	}
-}
-
-// TestThreadLateSettlesAtP90: fed lateness samples from a known
-// distribution, the estimate settles near their 90th percentile, and stays
-// within its bounds for samples outside them.
-func TestThreadLateSettlesAtP90(t *testing.T) {
-	saved := threadLate.Load()
-	defer threadLate.Store(saved)
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, tc := range []struct {
-		name     string
-		sample   func() time.Duration
-		want     time.Duration // the distribution's 90th percentile, or a bound
-		tolerate time.Duration
-	}{
-		// Uniform 60-100 µs: p90 = 96 µs.
-		{"idle", func() time.Duration { return 60*time.Microsecond + time.Duration(r.Int64N(int64(40*time.Microsecond))) }, 96 * time.Microsecond, 6 * time.Microsecond},
-		// Uniform 0-1 ms: p90 = 900 µs, beyond the upper bound.
-		{"overloaded", func() time.Duration { return time.Duration(r.Int64N(int64(time.Millisecond))) }, maxThreadLate, 0},
-		// Early wake-ups (a signal): the lower bound.
-		{"early", func() time.Duration { return -time.Duration(r.Int64N(int64(time.Millisecond))) }, minThreadLate, 0},
-	} {
-		threadLate.Store(int64(100 * time.Microsecond))
-		for range 20000 {
-			observeThreadLate(tc.sample())
-		}
-		// It moves in steps, so it ends within 9 steps of where it settles.
-		slack := tc.tolerate + 9*threadLateStep
-		if got := time.Duration(threadLate.Load()); got < tc.want-slack || got > tc.want+slack {
-			t.Errorf("%s: estimate %v, want %v ± %v", tc.name, got, tc.want, slack)
-		}
 	}
 }

@@ -4,9 +4,6 @@ package generator
 
 import "time"
 
-// haveThreadSleep: no precise thread sleep here; the system clock yields
-// through the last stretch of a wait instead.
-const haveThreadSleep = false
-
-// threadSleep is never called where haveThreadSleep is false.
-func threadSleep(time.Duration) {}
+// timerSleep has no precise goroutine sleep to offer here: the system
+// clock serves the wait with the runtime timer and a yield loop.
+func timerSleep(time.Duration) bool { return false }
