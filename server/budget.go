@@ -63,8 +63,9 @@ func HoldError(kind faults.Kind, left, maxWait time.Duration) error {
 // the budget's deadline with the budget's cause, but the timer that ends
 // it is only created when something asks for Done or Err, which the
 // generator does only when it has to wait. A request served at once (the
-// common case) pays for one small allocation and no timer, where
-// context.WithTimeout costs a timer start and stop per request.
+// common case) pays for no timer, where context.WithTimeout costs a timer
+// start and stop per request, and allocates nothing: its context comes
+// from a pool and goes back to it on release.
 type budgetCtx struct {
 	parent   context.Context
 	deadline time.Time
@@ -77,10 +78,17 @@ type budgetCtx struct {
 }
 
 // newBudgetCtx returns a context below parent ending at start + the
-// budget's duration. Call release when the generator has returned.
+// budget's duration. Call release when the generator has returned; after
+// that the context is not to be used (unless something asked for its Done
+// or Err, it serves the next request).
 func newBudgetCtx(parent context.Context, start time.Time, b *idBudget) *budgetCtx {
-	return &budgetCtx{parent: parent, deadline: start.Add(b.d), cause: b.cause}
+	c := budgetPool.Get().(*budgetCtx)
+	c.parent, c.deadline, c.cause = parent, start.Add(b.d), b.cause
+	return c
 }
+
+// budgetPool recycles the contexts of requests that did not wait.
+var budgetPool = sync.Pool{New: func() any { return new(budgetCtx) }}
 
 // materialize returns the real context, creating it on first use (ended
 // at once when the request is over).
@@ -96,14 +104,21 @@ func (c *budgetCtx) materialize() context.Context {
 	return c.inner
 }
 
-// release ends the context (stopping its timer, if any).
+// release ends the context (stopping its timer, if any). A context that
+// nothing asked for Done or Err (the common case: the generator did not
+// wait) has handed out nothing that can outlive the call, so it goes back
+// to the pool for the next request.
 func (c *budgetCtx) release() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.released = true
 	if c.cancel != nil {
 		c.cancel()
+		c.mu.Unlock()
+		return
 	}
+	c.parent, c.cause, c.released = nil, nil, false
+	c.mu.Unlock()
+	budgetPool.Put(c)
 }
 
 // Deadline is the request's deadline.

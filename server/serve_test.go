@@ -43,6 +43,25 @@ func TestBudgetCtx(t *testing.T) {
 	}
 	c.release()
 
+	if !errors.Is(c.Err(), context.Canceled) && !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Fatalf("after release: %v, want an ended context", c.Err())
+	}
+
+	// A context asked for Done is ended by release and never reused.
+	c = newBudgetCtx(context.Background(), time.Now(), newIDBudget(time.Hour, time.Hour))
+	done := c.Done()
+	c.release()
+	select {
+	case <-done:
+	default:
+		t.Fatal("release did not end a context whose Done was asked for")
+	}
+	if !errors.Is(c.Err(), context.Canceled) {
+		t.Fatalf("after release: %v, want Canceled", c.Err())
+	}
+
+	// One never asked goes back to the pool, reset: the next request's
+	// context carries its own parent, deadline and cause only.
 	type key struct{}
 	parent := context.WithValue(context.Background(), key{}, "v")
 	c = newBudgetCtx(parent, time.Now(), newIDBudget(time.Hour, time.Hour))
@@ -50,11 +69,12 @@ func TestBudgetCtx(t *testing.T) {
 		t.Fatal("Value does not reach the parent without a timer")
 	}
 	c.release()
-	if !errors.Is(c.Err(), context.Canceled) {
-		t.Fatalf("after release: %v, want Canceled", c.Err())
-	}
-	if c.Value(key{}) != "v" {
-		t.Fatal("Value lost after release")
+	for range 100 {
+		next := newBudgetCtx(context.Background(), start, b)
+		if next.Value(key{}) != nil || next.inner != nil || next.released || next.cause != b.cause {
+			t.Fatalf("a recycled context kept the last request's state: %+v", next)
+		}
+		next.release()
 	}
 }
 
