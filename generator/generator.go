@@ -194,10 +194,17 @@ type Generator struct {
 		renewAt  int64
 		saving   bool
 		saveErr  error
-		// waiting is how many IDs the calls now sleeping in waitLocked
-		// still want: they are served first, so a call that starts
-		// waiting sleeps until the tick it can expect to be served in.
-		waiting int64
+		// The wait queue. A call that has to wait takes a place in it
+		// and keeps it until it returns: every call, waiting or new,
+		// leaves the IDs the calls queued before it still want to them,
+		// so calls are served in the order they began to wait and none
+		// can be overtaken until its deadline. qLen counts the queued
+		// calls, qEnq the IDs they ever asked for (at the time they
+		// queued), qDone those issued to them or given up. While the
+		// queue is not empty the state carries slowBit, so the fast path
+		// cannot take IDs past it.
+		qLen        int
+		qEnq, qDone int64
 	}
 }
 
@@ -505,6 +512,7 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 	deadline := mono + g.maxWait
 	var ev events
 	var err error
+	var q queuePlace
 	n := 0
 	triedSave := false
 	g.mu.Lock()
@@ -574,7 +582,11 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 				if rewind {
 					reason = WaitRewind
 				}
-				if werr := g.waitLocked(ctx, &ev, reason, g.tickStart(need)-wall, int64(len(dst)-n), deadline, &wall, &mono); werr != nil {
+				g.enqueueLocked(&q, int64(len(dst)-n))
+				// The calls queued before this one are served first, from
+				// tick need on.
+				until := g.tickStart(need+g.aheadLocked(&q)/(g.maxSeq+1)) - wall
+				if werr := g.waitLocked(ctx, &ev, reason, until, deadline, &wall, &mono); werr != nil {
 					if rewind {
 						err = &RewindError{By: time.Duration(ev.rewindBy), Policy: g.policy, Err: werr}
 					} else {
@@ -584,6 +596,21 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 				}
 				continue
 			}
+		}
+		// IDs of this tick the calls queued before this one still want
+		// are theirs: take only the rest, or wait for a later tick.
+		avail := g.maxSeq - first + 1
+		if ahead := g.aheadLocked(&q); ahead > 0 {
+			if ahead >= avail {
+				g.enqueueLocked(&q, int64(len(dst)-n))
+				until := g.tickStart(t+1+(ahead-avail)/(g.maxSeq+1)) - wall
+				if werr := g.waitLocked(ctx, &ev, WaitExhausted, until, deadline, &wall, &mono); werr != nil {
+					err = fmt.Errorf("%w: sequence of tick %d promised to calls waiting before this one", werr, t)
+					break
+				}
+				continue
+			}
+			avail -= ahead
 		}
 		lead := t - wt
 		if lead > 0 && lead*g.tickNs > g.maxLead {
@@ -622,9 +649,9 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 			// Below the mark: issue; a failed early renewal is retried
 			// by a later call.
 		}
-		k := min(int64(len(dst)-n), g.maxSeq-first+1)
+		k := min(int64(len(dst)-n), avail)
 		ns := uint64(t)<<g.timeShift | uint64(first+k-1)
-		if lead > 0 {
+		if lead > 0 || g.mu.qLen > q.count(n+int(k) == len(dst)) {
 			ns |= slowBit
 		}
 		if !g.state.CompareAndSwap(s, ns) {
@@ -638,6 +665,7 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 		}
 		fill(dst[n:n+int(k)], uint64(t)<<g.timeShift|g.nodePart|uint64(first))
 		n += int(k)
+		g.servedLocked(&q, k)
 		if lead != g.mu.leadTicks {
 			g.mu.leadTicks = lead
 			d := lead * g.tickNs
@@ -657,37 +685,88 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 			}
 		}
 	}
+	g.leaveLocked(&q)
 	g.mu.Unlock()
 	return n, g.finish(ctx, &ev, err)
+}
+
+// queuePlace is one call's place in the wait queue.
+type queuePlace struct {
+	queued bool
+	// before is qEnq when the call queued: the IDs asked for by the calls
+	// queued before it. own is what the call itself has had issued or
+	// given up since (counted in qDone), left what it still wants.
+	before, own, left int64
+}
+
+// count is 1 if q is queued and will leave (done), else 0: the queued
+// calls that stay are qLen minus it.
+func (q *queuePlace) count(done bool) int {
+	if q.queued && done {
+		return 1
+	}
+	return 0
+}
+
+// enqueueLocked queues the call, if it is not queued yet, wanting demand
+// IDs, and sends every call to the slow path while it is queued.
+func (g *Generator) enqueueLocked(q *queuePlace, demand int64) {
+	if q.queued {
+		return
+	}
+	*q = queuePlace{queued: true, before: g.mu.qEnq, left: demand}
+	g.mu.qEnq += demand
+	g.mu.qLen++
+	g.state.Or(slowBit)
+}
+
+// aheadLocked returns how many IDs the calls queued before q still want
+// (all queued calls, for a call not queued). It counts what later calls
+// gave up as if earlier ones had, so it may be low, never high: a call
+// that expects its turn too early only wakes and waits again.
+func (g *Generator) aheadLocked(q *queuePlace) int64 {
+	if !q.queued {
+		return g.mu.qEnq - g.mu.qDone
+	}
+	return max(q.before-(g.mu.qDone-q.own), 0)
+}
+
+// servedLocked counts k IDs issued to q.
+func (g *Generator) servedLocked(q *queuePlace, k int64) {
+	if q.queued {
+		g.mu.qDone += k
+		q.own += k
+		q.left -= k
+	}
+}
+
+// leaveLocked takes q out of the queue, giving up what it still wanted.
+func (g *Generator) leaveLocked(q *queuePlace) {
+	if q.queued {
+		g.mu.qDone += q.left
+		g.mu.qLen--
+		q.queued = false
+	}
 }
 
 // tickStart returns the wall time (Unix ns) at which tick t begins.
 func (g *Generator) tickStart(t int64) int64 { return g.epochNs + t*g.tickNs }
 
 // waitLocked sleeps one bounded step toward the wall time at which the
-// call can issue (need ns from now), releasing the lock while it sleeps.
-// It fails at once with ErrWaitExceeded when the wait cannot finish before
-// the deadline, so a call never blocks past its budget.
-//
-// Calls already sleeping here want g.mu.waiting IDs, which the ticks from
-// need on will serve first, so the call sleeps that many ticks' worth
-// longer, less one (within the deadline), while its own demand (the IDs it
-// still wants) counts for the calls after it: of calls that each want a
-// whole tick, two wake at a boundary (the one served and one in case it
-// is late) instead of all of them, only to find the tick taken. The
-// estimate only decides when to wake; a call that wakes early waits again.
-func (g *Generator) waitLocked(ctx context.Context, ev *events, reason WaitReason, need, demand, deadline int64, wall, mono *int64) error {
-	if need > deadline-*mono {
+// call can expect to issue (until ns from now: the tick its turn in the
+// wait queue comes), releasing the lock while it sleeps. It fails at once
+// with ErrWaitExceeded when the wait cannot finish before the deadline,
+// so a call never blocks past its budget. The estimate only decides when
+// to wake; a call that wakes early waits again.
+func (g *Generator) waitLocked(ctx context.Context, ev *events, reason WaitReason, until, deadline int64, wall, mono *int64) error {
+	if until > deadline-*mono {
 		return ErrWaitExceeded
 	}
 	w := &ev.waits[reason]
 	if !w.on {
 		w.on, w.start = true, *mono
 	}
-	d := min(need+max(g.mu.waiting/(g.maxSeq+1)-1, 0)*g.tickNs, deadline-*mono)
-	g.mu.waiting += demand
-	err := g.sleepLocked(ctx, min(time.Duration(d), maxSleepStep), deadline, wall, mono)
-	g.mu.waiting -= demand
+	err := g.sleepLocked(ctx, min(time.Duration(until), maxSleepStep), deadline, wall, mono)
 	w.end = *mono
 	return err
 }

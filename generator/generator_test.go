@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -281,30 +282,88 @@ func TestExhaustionWaitsForNextTick(t *testing.T) {
 
 // TestOneDeadline shows one deadline covers a rewind wait followed by an
 // exhaustion wait in the same call.
-// TestWaitersWakeATickApart: a call that must wait for the next tick while
-// other calls already wait for three ticks' worth of IDs sleeps two ticks
-// longer (they are served first, and one of them may be late), and is
-// served in the tick it woke in.
-func TestWaitersWakeATickApart(t *testing.T) {
-	for _, tc := range []struct {
-		waiting int64
-		want    time.Duration
-	}{{0, 750 * time.Microsecond}, {4095, 750 * time.Microsecond}, {3 * 4096, 2750 * time.Microsecond}} {
-		c := newScriptClock(t0.Add(250 * time.Microsecond))
-		g := mustNew(t, Settings{Clock: c})
-		if n, err := g.NextN(make([]ID, 4096)); n != 4096 || err != nil {
-			t.Fatalf("NextN = %d, %v", n, err)
-		}
+// hookClock is a Clock that runs after() once each Sleep has advanced it.
+type hookClock struct {
+	*scriptClock
+	after func()
+}
+
+func (c hookClock) Sleep(d time.Duration) {
+	c.scriptClock.Sleep(d)
+	c.after()
+}
+
+// TestWaitQueueOrder: a call that must wait for the next tick while calls
+// queued before it want three ticks' worth of IDs sleeps until its turn,
+// three ticks after the next, takes none of the IDs promised to them
+// meanwhile, and is served in the tick it woke in.
+func TestWaitQueueOrder(t *testing.T) {
+	c := newScriptClock(t0.Add(250 * time.Microsecond))
+	var g *Generator
+	const phantom = 3 * 4096
+	served := int64(0)
+	hc := hookClock{c, func() {
+		// The queued calls are served 4,096 IDs per tick from tick 1 on.
+		wall, _ := c.Now()
+		due := min(max(DefaultLayout().TickOf(wall)-t0TickPlus(0), 0)*4096, phantom)
 		g.mu.Lock()
-		g.mu.waiting = tc.waiting // as if other calls slept in waitLocked
+		g.mu.qDone += due - served
+		if due == phantom && served < phantom {
+			g.mu.qLen--
+		}
+		served = due
 		g.mu.Unlock()
-		id := mustNext(t, g)
-		if _, slept := c.Slept(); slept != tc.want {
-			t.Errorf("with %d IDs awaited: slept %v, want %v", tc.waiting, slept, tc.want)
-		}
-		if wall, _ := c.Now(); tickOf(id) != DefaultLayout().TickOf(wall) {
-			t.Errorf("with %d IDs awaited: ID in tick %d, woke in %d", tc.waiting, tickOf(id), DefaultLayout().TickOf(wall))
-		}
+	}}
+	g = mustNew(t, Settings{Clock: hc})
+	if n, err := g.NextN(make([]ID, 4096)); n != 4096 || err != nil {
+		t.Fatalf("NextN = %d, %v", n, err)
+	}
+	g.mu.Lock()
+	g.mu.qLen++ // as if a call queued for three ticks' worth
+	g.mu.qEnq += phantom
+	g.state.Or(slowBit)
+	g.mu.Unlock()
+	id := mustNext(t, g)
+	if _, slept := c.Slept(); slept != 3750*time.Microsecond {
+		t.Errorf("slept %v, want 3.75ms (to the tick after the queued calls' three)", slept)
+	}
+	if tickOf(id) != t0TickPlus(4) {
+		t.Errorf("ID in tick %d, want %d", tickOf(id), t0TickPlus(4))
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.qLen != 0 || g.mu.qEnq != g.mu.qDone {
+		t.Errorf("queue not empty after: %d calls, %d IDs asked, %d done", g.mu.qLen, g.mu.qEnq, g.mu.qDone)
+	}
+}
+
+// TestWaitQueueNewCallsLeaveTheRest: with calls queued wanting 4,000 IDs
+// (which, here, never come for them), a new call at the start of a tick
+// takes only the 96 they leave, then queues behind them and takes the 96
+// of each following tick.
+func TestWaitQueueNewCallsLeaveTheRest(t *testing.T) {
+	c := newScriptClock(t0)
+	g := mustNew(t, Settings{Clock: c})
+	mustNext(t, g) // tick 0, sequence 0
+	c.Advance(time.Millisecond)
+	g.mu.Lock()
+	g.mu.qLen++
+	g.mu.qEnq += 4000
+	g.state.Or(slowBit)
+	g.mu.Unlock()
+	dst := make([]ID, 200)
+	if n, err := g.NextN(dst); n != 200 || err != nil {
+		t.Fatalf("NextN = %d, %v", n, err)
+	}
+	perTick := map[int64]int{}
+	for _, id := range dst {
+		perTick[tickOf(id)-t0TickPlus(0)]++
+	}
+	if want := map[int64]int{1: 96, 2: 96, 3: 8}; !maps.Equal(perTick, want) {
+		t.Errorf("IDs per tick %v, want %v", perTick, want)
+	}
+	if _, slept := c.Slept(); slept != 2*time.Millisecond {
+		t.Errorf("slept %v, want 2ms", slept)
 	}
 }
 
