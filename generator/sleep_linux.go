@@ -1,8 +1,9 @@
 package generator
 
 import (
-	"container/heap"
+	"cmp"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -25,8 +26,9 @@ type preciseTimer struct {
 	rc   syscall.RawConn
 	// armed is the deadline (monotonic ns, see monoNow) the file is armed
 	// for; 0 when disarmed.
-	armed   int64
-	waiters sleeperHeap
+	armed int64
+	// waiters are the sleepers, latest deadline first.
+	waiters []*sleeper
 }
 
 // sleeper is one goroutine's wait. wake is buffered, so the timer
@@ -37,19 +39,11 @@ type sleeper struct {
 	backstop *time.Timer // stopped while the sleeper is idle
 }
 
-// sleeperHeap orders sleepers by deadline (container/heap).
-type sleeperHeap []*sleeper
-
-func (h sleeperHeap) Len() int           { return len(h) }
-func (h sleeperHeap) Less(i, j int) bool { return h[i].deadline < h[j].deadline }
-func (h sleeperHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *sleeperHeap) Push(x any)        { *h = append(*h, x.(*sleeper)) }
-func (h *sleeperHeap) Pop() any {
-	old := *h
-	s := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return s
+// insertLocked adds s to the waiters, which are kept latest deadline
+// first, so the next to wake is the last.
+func (t *preciseTimer) insertLocked(s *sleeper) {
+	i, _ := slices.BinarySearchFunc(t.waiters, s.deadline, func(w *sleeper, d int64) int { return cmp.Compare(d, w.deadline) })
+	t.waiters = slices.Insert(t.waiters, i, s)
 }
 
 // sleepers recycles sleepers whose wait ended normally.
@@ -120,11 +114,13 @@ func (t *preciseTimer) run() {
 			t.mu.Unlock()
 			return
 		}
-		for len(t.waiters) > 0 && t.waiters[0].deadline <= now {
-			heap.Pop(&t.waiters).(*sleeper).wake <- true
+		for k := len(t.waiters) - 1; k >= 0 && t.waiters[k].deadline <= now; k-- {
+			t.waiters[k].wake <- true
+			t.waiters[k] = nil
+			t.waiters = t.waiters[:k]
 		}
 		t.armed = 0
-		if len(t.waiters) > 0 && !t.armLocked(t.waiters[0].deadline, now) {
+		if k := len(t.waiters) - 1; k >= 0 && !t.armLocked(t.waiters[k].deadline, now) {
 			t.failLocked()
 			t.mu.Unlock()
 			return
@@ -166,7 +162,7 @@ func (t *preciseTimer) sleep(d time.Duration) bool {
 		sleepers.Put(s)
 		return false
 	}
-	heap.Push(&t.waiters, s)
+	t.insertLocked(s)
 	t.mu.Unlock()
 	s.backstop.Reset(d + backstopLate)
 	select {

@@ -122,3 +122,17 @@ func TestBatchWaitersNotStarved(t *testing.T) {
 		t.Errorf("a call waited %v", worst)
 	}
 }
+
+// TestPreciseTimerOrder: the waiters stay latest deadline first, ties in
+// any order, so run wakes from the end every sleeper whose time has come.
+func TestPreciseTimerOrder(t *testing.T) {
+	var pt preciseTimer
+	for i, d := range []int64{5, 1, 9, 5, 3, 9, 0, 7} {
+		pt.insertLocked(&sleeper{deadline: d})
+		for k := 1; k < len(pt.waiters); k++ {
+			if pt.waiters[k-1].deadline < pt.waiters[k].deadline {
+				t.Fatalf("after %d inserts: deadlines %d before %d", i+1, pt.waiters[k-1].deadline, pt.waiters[k].deadline)
+			}
+		}
+	}
+}
