@@ -215,7 +215,13 @@ func TestKeeperFencesWhenStoreGoesAway(t *testing.T) {
 		Range:       lease.Range{Min: 0, Max: 3},
 		TTL:         ttl,
 		MaxFailures: 1000, // let the validity margin, not the failure count, close the fence
-		OnChange:    func(e lease.Event) { events <- e },
+		// Retry well inside the margin (TTL/10 + 50 ms = 350 ms between
+		// the fence closing and the store expiring the lease), so the
+		// retry after the outage ends lands before the store expires the
+		// lease even on a loaded machine; at the default TTL/10 = 300 ms
+		// that left about 50 ms, and a CI run lost the lease.
+		RetryInterval: 50 * time.Millisecond,
+		OnChange:      func(e lease.Event) { events <- e },
 	})
 	if err != nil {
 		t.Fatal(err)
