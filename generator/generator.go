@@ -585,7 +585,7 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 				g.enqueueLocked(&q, int64(len(dst)-n))
 				// The calls queued before this one are served first, from
 				// tick need on.
-				until := g.tickStart(need+g.aheadLocked(&q)/(g.maxSeq+1)) - wall
+				until := g.tickStart(g.turnTick(need, g.maxSeq+1, g.aheadLocked(&q))) - wall
 				if werr := g.waitLocked(ctx, &ev, reason, until, deadline, &wall, &mono); werr != nil {
 					if rewind {
 						err = &RewindError{By: time.Duration(ev.rewindBy), Policy: g.policy, Err: werr}
@@ -603,7 +603,7 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 		if ahead := g.aheadLocked(&q); ahead > 0 {
 			if ahead >= avail {
 				g.enqueueLocked(&q, int64(len(dst)-n))
-				until := g.tickStart(t+1+(ahead-avail)/(g.maxSeq+1)) - wall
+				until := g.tickStart(g.turnTick(t, avail, ahead)) - wall
 				if werr := g.waitLocked(ctx, &ev, WaitExhausted, until, deadline, &wall, &mono); werr != nil {
 					err = fmt.Errorf("%w: sequence of tick %d promised to calls waiting before this one", werr, t)
 					break
@@ -651,7 +651,12 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 		}
 		k := min(int64(len(dst)-n), avail)
 		ns := uint64(t)<<g.timeShift | uint64(first+k-1)
-		if lead > 0 || g.mu.qLen > q.count(n+int(k) == len(dst)) {
+		// Queued calls that stay queued after this issue keep slowBit.
+		stay := g.mu.qLen
+		if q.queued && n+int(k) == len(dst) {
+			stay--
+		}
+		if lead > 0 || stay > 0 {
 			ns |= slowBit
 		}
 		if !g.state.CompareAndSwap(s, ns) {
@@ -699,15 +704,6 @@ type queuePlace struct {
 	before, own, left int64
 }
 
-// count is 1 if q is queued and will leave (done), else 0: the queued
-// calls that stay are qLen minus it.
-func (q *queuePlace) count(done bool) int {
-	if q.queued && done {
-		return 1
-	}
-	return 0
-}
-
 // enqueueLocked queues the call, if it is not queued yet, wanting demand
 // IDs, and sends every call to the slow path while it is queued.
 func (g *Generator) enqueueLocked(q *queuePlace, demand int64) {
@@ -718,6 +714,13 @@ func (g *Generator) enqueueLocked(q *queuePlace, demand int64) {
 	g.mu.qEnq += demand
 	g.mu.qLen++
 	g.state.Or(slowBit)
+}
+
+// turnTick returns the first tick in which a call can be served when the
+// calls before it are owed ahead IDs, served first from tick from, which
+// has room IDs left.
+func (g *Generator) turnTick(from, room, ahead int64) int64 {
+	return from + (ahead+g.maxSeq+1-room)/(g.maxSeq+1)
 }
 
 // aheadLocked returns how many IDs the calls queued before q still want

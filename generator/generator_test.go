@@ -302,14 +302,15 @@ func TestWaitQueueOrder(t *testing.T) {
 	var g *Generator
 	const phantom = 3 * 4096
 	served := int64(0)
+	var queued queuePlace // calls queued for three ticks' worth
 	hc := hookClock{c, func() {
 		// The queued calls are served 4,096 IDs per tick from tick 1 on.
 		wall, _ := c.Now()
 		due := min(max(DefaultLayout().TickOf(wall)-t0TickPlus(0), 0)*4096, phantom)
 		g.mu.Lock()
-		g.mu.qDone += due - served
-		if due == phantom && served < phantom {
-			g.mu.qLen--
+		g.servedLocked(&queued, due-served)
+		if due == phantom {
+			g.leaveLocked(&queued)
 		}
 		served = due
 		g.mu.Unlock()
@@ -319,9 +320,7 @@ func TestWaitQueueOrder(t *testing.T) {
 		t.Fatalf("NextN = %d, %v", n, err)
 	}
 	g.mu.Lock()
-	g.mu.qLen++ // as if a call queued for three ticks' worth
-	g.mu.qEnq += phantom
-	g.state.Or(slowBit)
+	g.enqueueLocked(&queued, phantom)
 	g.mu.Unlock()
 	id := mustNext(t, g)
 	if _, slept := c.Slept(); slept != 3750*time.Microsecond {
@@ -347,9 +346,7 @@ func TestWaitQueueNewCallsLeaveTheRest(t *testing.T) {
 	mustNext(t, g) // tick 0, sequence 0
 	c.Advance(time.Millisecond)
 	g.mu.Lock()
-	g.mu.qLen++
-	g.mu.qEnq += 4000
-	g.state.Or(slowBit)
+	g.enqueueLocked(&queuePlace{}, 4000)
 	g.mu.Unlock()
 	dst := make([]ID, 200)
 	if n, err := g.NextN(dst); n != 200 || err != nil {

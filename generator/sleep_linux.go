@@ -53,9 +53,6 @@ var sleepers = sync.Pool{New: func() any {
 	return s
 }}
 
-// monoNow reads the monotonic clock (ns since monoOrigin).
-func monoNow() int64 { return int64(time.Since(monoOrigin)) }
-
 // backstopLate is how long past its deadline a sleeper waits for the
 // timer goroutine before it stops waiting on its own (a runtime timer):
 // the bound on a wait should the precise timer ever fail to fire.
