@@ -59,7 +59,7 @@ func (s *Server) handleID(ctx context.Context, c *fasthttp.RequestCtx) {
 	if !noQuery(c) {
 		return
 	}
-	bctx := newBudgetCtx(ctx, c.Time(), s.budget.Load())
+	bctx := newBudgetCtx(ctx, requestStart(c), s.budget.Load())
 	id, err := s.gen.Load().NextContext(bctx)
 	bctx.release()
 	if err != nil {
@@ -131,7 +131,7 @@ func (s *Server) handleIDs(ctx context.Context, c *fasthttp.RequestCtx) {
 		bb.ids = make([]generator.ID, n)
 	}
 	ids := bb.ids[:n]
-	bctx := newBudgetCtx(ctx, c.Time(), s.budget.Load())
+	bctx := newBudgetCtx(ctx, requestStart(c), s.budget.Load())
 	got, err := s.gen.Load().NextNContext(bctx, ids)
 	bctx.release()
 	if got == 0 {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -79,6 +80,76 @@ func BenchmarkRouteID(b *testing.B) {
 	body := []byte("7230000000000000001\n")
 	constant := func(c *fasthttp.RequestCtx) { setBody(c, ctText, body) }
 	pair(b, "constant", 256, handlerLoop(b, constant, "/v1/id"), handlerLoop(b, srv.main, "/v1/id"))
+}
+
+// memConn is a connection in memory for the HTTP/1.1 server: each Read
+// returns one whole request until n have been read, then io.EOF; writes
+// are counted and dropped; deadlines are accepted and ignored.
+type memConn struct {
+	req     []byte
+	n       int
+	written int
+}
+
+func (c *memConn) Read(p []byte) (int, error) {
+	if c.n == 0 {
+		return 0, io.EOF
+	}
+	c.n--
+	return copy(p, c.req), nil
+}
+func (c *memConn) Write(p []byte) (int, error)      { c.written += len(p); return len(p), nil }
+func (c *memConn) Close() error                     { return nil }
+func (c *memConn) LocalAddr() net.Addr              { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+func (c *memConn) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2} }
+func (c *memConn) SetDeadline(time.Time) error      { return nil }
+func (c *memConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *memConn) SetWriteDeadline(time.Time) error { return nil }
+
+// connLoop returns a loop serving n GET /v1/id requests on one in-memory
+// keep-alive connection (wrapped by wrap) with serve.
+func connLoop(b *testing.B, serve func(net.Conn) error, wrap func(net.Conn) net.Conn) func(n int) {
+	req := []byte("GET /v1/id HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: bench\r\n\r\n")
+	return func(n int) {
+		mc := &memConn{req: req, n: n}
+		if err := serve(wrap(mc)); err != nil {
+			b.Fatal(err)
+		}
+		if min := n * len("HTTP/1.1 200 OK\r\n\r\n7230000000000000001\n"); mc.written < min {
+			b.Fatalf("%d bytes written for %d requests", mc.written, n)
+		}
+	}
+}
+
+// BenchmarkServeConnID runs the node's whole HTTP/1.1 path for GET /v1/id
+// (fasthttp's connection loop with the node's settings, the connection
+// wrapper keeping the limiter's books and the timeouts, routing, metrics,
+// the generator, the body) on an in-memory connection, against a bare
+// fasthttp server with default settings answering a constant with the
+// same headers: what the node adds per request, without the kernel's
+// share (loadbench measures that).
+func BenchmarkServeConnID(b *testing.B) {
+	srv := benchServer(b)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ln.Close() })
+	lim := newConnLimiter(ln, srv.cfg.MaxConns)
+	sv := srv.newServing(lim, srv.main, srv.handler)
+	nodeConn := func(c net.Conn) net.Conn {
+		lc := &limitedConn{Conn: c, l: lim}
+		lim.mu.Lock()
+		lim.mu.open++
+		lim.mu.conns[lc] = struct{}{}
+		lim.mu.Unlock()
+		first := monoNow().add(sv.h1t.readHeader)
+		return sv.h1Conn(lc, first)
+	}
+	body := []byte("7230000000000000001\n")
+	bare := &fasthttp.Server{NoDefaultServerHeader: true, Handler: func(c *fasthttp.RequestCtx) { setBody(c, ctText, body) }}
+	same := func(c net.Conn) net.Conn { return c }
+	pair(b, "fasthttp", 512, connLoop(b, bare.ServeConn, same), connLoop(b, sv.h1.ServeConn, nodeConn))
 }
 
 // BenchmarkAppendIDList encodes a 4,096-ID batch (one tick's worth) into

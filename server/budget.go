@@ -68,7 +68,7 @@ func HoldError(kind faults.Kind, left, maxWait time.Duration) error {
 // from a pool and goes back to it on release.
 type budgetCtx struct {
 	parent   context.Context
-	deadline time.Time
+	deadline mono
 	cause    error
 
 	mu       sync.Mutex
@@ -81,9 +81,9 @@ type budgetCtx struct {
 // budget's duration. Call release when the generator has returned; after
 // that the context is not to be used (unless something asked for its Done
 // or Err, it serves the next request).
-func newBudgetCtx(parent context.Context, start time.Time, b *idBudget) *budgetCtx {
+func newBudgetCtx(parent context.Context, start mono, b *idBudget) *budgetCtx {
 	c := budgetPool.Get().(*budgetCtx)
-	c.parent, c.deadline, c.cause = parent, start.Add(b.d), b.cause
+	c.parent, c.deadline, c.cause = parent, start.add(b.d), b.cause
 	return c
 }
 
@@ -96,7 +96,7 @@ func (c *budgetCtx) materialize() context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inner == nil {
-		c.inner, c.cancel = context.WithDeadlineCause(c.parent, c.deadline, c.cause)
+		c.inner, c.cancel = context.WithDeadlineCause(c.parent, c.deadline.time(), c.cause)
 		if c.released {
 			c.cancel()
 		}
@@ -122,7 +122,7 @@ func (c *budgetCtx) release() {
 }
 
 // Deadline is the request's deadline.
-func (c *budgetCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *budgetCtx) Deadline() (time.Time, bool) { return c.deadline.time(), true }
 
 // Done is closed at the deadline, when the parent ends, or on release.
 func (c *budgetCtx) Done() <-chan struct{} { return c.materialize().Done() }

@@ -200,6 +200,13 @@ type limitedConn struct {
 	// from the goroutine that reads and writes (fasthttp's).
 	lazy   bool
 	rd, wd lazyDeadline
+	// timeouts, when set (with lazy), are the HTTP/1.1 timeouts the
+	// connection keeps itself as its server reports its state (see
+	// h1State); start is when its current request's first byte arrived,
+	// and requests counts its requests.
+	timeouts *h1Timeouts
+	start    mono
+	requests int
 	// Guarded by l.mu.
 	idle, evicted, closed bool
 	prev, next            *limitedConn // in l.mu.idle while idle
@@ -240,7 +247,7 @@ func (c *limitedConn) SetReadDeadline(t time.Time) error {
 	if !c.lazy {
 		return c.Conn.SetReadDeadline(t)
 	}
-	return c.rd.set(t, c.Conn.SetReadDeadline)
+	return c.rd.set(toMono(t), c.Conn.SetReadDeadline)
 }
 
 // SetWriteDeadline sets the write deadline (lazily once lazy is set).
@@ -248,7 +255,7 @@ func (c *limitedConn) SetWriteDeadline(t time.Time) error {
 	if !c.lazy {
 		return c.Conn.SetWriteDeadline(t)
 	}
-	return c.wd.set(t, c.Conn.SetWriteDeadline)
+	return c.wd.set(toMono(t), c.Conn.SetWriteDeadline)
 }
 
 // SetDeadline sets both deadlines.
@@ -257,47 +264,6 @@ func (c *limitedConn) SetDeadline(t time.Time) error {
 		return c.Conn.SetDeadline(t)
 	}
 	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
-}
-
-// lazyDeadline keeps a connection's deadline (read or write) armed no
-// later than the one wanted, arming a new one only when the wanted
-// deadline is earlier than the armed one; an armed deadline that fires
-// before the wanted one is re-armed and the I/O goes on. A server that
-// moves the deadline forward at every request (fasthttp moves the read
-// deadline twice and the write deadline once per request) then arms a
-// timer once every few timeouts rather than three times per request, and
-// a deadline still never fires later than wanted. Only one goroutine may
-// use it: the one that sets the deadline and does the I/O.
-type lazyDeadline struct {
-	want, armed time.Time // zero: none
-}
-
-// set records t as the wanted deadline and arms it when the armed one
-// would fire later (or none is armed).
-func (d *lazyDeadline) set(t time.Time, arm func(time.Time) error) error {
-	d.want = t
-	if t.Equal(d.armed) || (!d.armed.IsZero() && (t.IsZero() || t.After(d.armed))) {
-		return nil // the armed deadline fires first; rearm moves it on then
-	}
-	if err := arm(t); err != nil {
-		return err
-	}
-	d.armed = t
-	return nil
-}
-
-// rearm is called when the armed deadline fired: it reports false when
-// the wanted deadline has passed too (a real timeout), else arms the
-// wanted one and reports true (go on).
-func (d *lazyDeadline) rearm(arm func(time.Time) error) bool {
-	if !d.want.IsZero() && !time.Now().Before(d.want) {
-		return false
-	}
-	if arm(d.want) != nil {
-		return false
-	}
-	d.armed = d.want
-	return true
 }
 
 // setIdle records whether the connection is idle between requests.

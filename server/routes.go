@@ -187,7 +187,7 @@ func (s *Server) finish(c *fasthttp.RequestCtx, ep *endpoint, span trace.Span) {
 	if span != nil {
 		s.tracing.end(span, code)
 	}
-	ep.metrics.observe(code, time.Since(c.Time()))
+	ep.metrics.observe(code, time.Duration(monoNow()-requestStart(c)))
 }
 
 // notFound answers every unknown path.

@@ -40,6 +40,7 @@ type serving struct {
 	h2   *http.Server
 	h1ln *chanListener
 	h2ln *chanListener
+	h1t  h1Timeouts // each HTTP/1.1 connection's
 
 	sniffs sync.WaitGroup // connections whose protocol is being read
 	served sync.WaitGroup // the h1 and h2 Serve calls
@@ -48,13 +49,14 @@ type serving struct {
 // newServing prepares to serve lim with h (and with nh for h2c).
 func (s *Server) newServing(lim *connLimiter, h fasthttp.RequestHandler, nh http.Handler) *serving {
 	c := s.cfg
-	sv := &serving{s: s, lim: lim, h1ln: newChanListener(lim.Addr()), h2ln: newChanListener(lim.Addr())}
+	sv := &serving{s: s, lim: lim, h1ln: newChanListener(lim.Addr()), h2ln: newChanListener(lim.Addr()),
+		h1t: h1Timeouts{readHeader: min(c.ReadHeaderTimeout, c.ReadTimeout), write: c.WriteTimeout, idle: c.IdleTimeout}}
 	sv.h1 = &fasthttp.Server{
 		Handler:      h,
 		ErrorHandler: s.requestError,
 		ConnState: func(c net.Conn, st fasthttp.ConnState) {
-			if lc, ok := c.(*limitedConn); ok && (st == fasthttp.StateIdle || st == fasthttp.StateActive) {
-				lc.setIdle(st == fasthttp.StateIdle)
+			if lc, ok := c.(*limitedConn); ok {
+				lc.h1State(st)
 			}
 		},
 		Logger:                       fasthttpLogger{s.log},
@@ -67,9 +69,11 @@ func (s *Server) newServing(lim *connLimiter, h fasthttp.RequestHandler, nh http
 		Concurrency:        2*c.MaxConns + maxShedding,
 		ReadBufferSize:     maxHeaderBytes,
 		MaxRequestBodySize: int(c.MaxBodyBytes),
-		ReadTimeout:        min(c.ReadHeaderTimeout, c.ReadTimeout),
-		WriteTimeout:       c.WriteTimeout,
-		IdleTimeout:        c.IdleTimeout,
+		// The connections keep the read, write and idle timeouts
+		// themselves (h1Timeouts), with fewer clock reads; the request's
+		// time is read only when asked for (tracing; the route uses
+		// requestStart).
+		LazyRequestTime: true,
 	}
 	if body := c.ReadTimeout - c.ReadHeaderTimeout; body > 0 {
 		// A request with a body gets the rest of ReadTimeout for it.
@@ -139,7 +143,10 @@ func (sv *serving) accept() error {
 // they are the HTTP/2 preface, else to the HTTP/1.1 server.
 func (sv *serving) sniff(c *limitedConn) {
 	defer sv.sniffs.Done()
-	c.SetReadDeadline(time.Now().Add(sv.s.cfg.ReadHeaderTimeout))
+	// The first request's line and headers are due within the read
+	// header timeout of the connection's start, the preface among them.
+	first := monoNow().add(sv.h1t.readHeader)
+	c.SetReadDeadline(first.time())
 	buf := make([]byte, len(h2Preface))
 	n := 0
 	for n < len(buf) && bytes.HasPrefix(h2Preface, buf[:n]) {
@@ -150,14 +157,23 @@ func (sv *serving) sniff(c *limitedConn) {
 			return
 		}
 	}
-	c.SetReadDeadline(time.Time{})
 	c.head = buf[:n]
 	if bytes.Equal(c.head, h2Preface) {
+		c.SetReadDeadline(time.Time{}) // net/http sets its own
 		sv.h2ln.push(c)
 		return
 	}
-	c.lazy = true // fasthttp sets deadlines and does I/O in one goroutine
-	sv.h1ln.push(c)
+	sv.h1ln.push(sv.h1Conn(c, first))
+}
+
+// h1Conn prepares c, whose read deadline first is armed, for the
+// HTTP/1.1 server. fasthttp does a connection's I/O in one goroutine,
+// which also reports the connection's state: the connection keeps its
+// own timeouts, lazily (h1Timeouts).
+func (sv *serving) h1Conn(c *limitedConn, first mono) *limitedConn {
+	c.lazy, c.timeouts = true, &sv.h1t
+	c.rd = lazyDeadline{want: first, armed: first}
+	return c
 }
 
 // shutdown stops accepting, lets in-flight requests finish within ctx and

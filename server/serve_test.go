@@ -24,10 +24,10 @@ import (
 // release.
 func TestBudgetCtx(t *testing.T) {
 	b := newIDBudget(time.Hour, 10*time.Millisecond)
-	start := time.Now()
+	start := monoNow()
 	c := newBudgetCtx(context.Background(), start, b)
-	if dl, ok := c.Deadline(); !ok || !dl.Equal(start.Add(b.d)) {
-		t.Fatalf("deadline %v %v, want %v", dl, ok, start.Add(b.d))
+	if dl, ok := c.Deadline(); !ok || !dl.Equal(start.time().Add(b.d)) {
+		t.Fatalf("deadline %v %v, want %v", dl, ok, start.time().Add(b.d))
 	}
 	if c.inner != nil {
 		t.Fatal("a timer was created before anything asked for Done")
@@ -48,7 +48,7 @@ func TestBudgetCtx(t *testing.T) {
 	}
 
 	// A context asked for Done is ended by release and never reused.
-	c = newBudgetCtx(context.Background(), time.Now(), newIDBudget(time.Hour, time.Hour))
+	c = newBudgetCtx(context.Background(), monoNow(), newIDBudget(time.Hour, time.Hour))
 	done := c.Done()
 	c.release()
 	select {
@@ -64,7 +64,7 @@ func TestBudgetCtx(t *testing.T) {
 	// context carries its own parent, deadline and cause only.
 	type key struct{}
 	parent := context.WithValue(context.Background(), key{}, "v")
-	c = newBudgetCtx(parent, time.Now(), newIDBudget(time.Hour, time.Hour))
+	c = newBudgetCtx(parent, monoNow(), newIDBudget(time.Hour, time.Hour))
 	if c.Value(key{}) != "v" || c.inner != nil {
 		t.Fatal("Value does not reach the parent without a timer")
 	}
@@ -202,9 +202,9 @@ func TestLazyDeadline(t *testing.T) {
 	// read goes on until the peer writes.
 	c, peer := pipe()
 	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-	armed := c.rd.armed
+	armed := c.rd.armed.time()
 	c.SetReadDeadline(time.Now().Add(time.Hour))
-	if !c.rd.armed.Equal(armed) {
+	if !c.rd.armed.time().Equal(armed) {
 		t.Fatal("a later deadline was armed at once")
 	}
 	got := make(chan error, 1)
@@ -224,7 +224,7 @@ func TestLazyDeadline(t *testing.T) {
 	// Writes: an early armed deadline is moved on too.
 	c, peer = pipe()
 	c.SetWriteDeadline(time.Now().Add(20 * time.Millisecond))
-	armed = c.wd.armed
+	armed = c.wd.armed.time()
 	c.SetWriteDeadline(time.Now().Add(time.Hour))
 	go func() {
 		// The peer reads once the armed deadline has passed.
@@ -271,6 +271,64 @@ func TestTimeouts(t *testing.T) {
 	b, err := io.ReadAll(c)
 	if err != nil || (len(b) > 0 && !strings.Contains(string(b), " 408 ")) {
 		t.Fatalf("unfinished headers: %q, %v; want a 408 or a close", b, err)
+	}
+}
+
+// TestTimeoutsLaterRequest checks the timeouts a keep-alive connection
+// keeps after its first request: a later request's headers are due within
+// ReadHeaderTimeout of its first byte (not the idle timeout, a minute),
+// and a response the client does not read is given up WriteTimeout after
+// its request began: the connection is closed.
+func TestTimeoutsLaterRequest(t *testing.T) {
+	n := newNode(t, func(_ *generator.Settings, c *Config) {
+		c.ReadHeaderTimeout = 200 * time.Millisecond
+		c.ReadTimeout = 200 * time.Millisecond
+		c.IdleTimeout = time.Minute
+	})
+	addr := strings.TrimPrefix(n.url, "http://")
+	c, br := dial(t, addr)
+	for range 3 {
+		if code, body := rawGet(t, c, br, "/v1/id"); code != 200 {
+			t.Fatal(code, body)
+		}
+	}
+	io.WriteString(c, "GET /v1/id HTTP/1.1\r\nHost: x\r\n")
+	start := time.Now()
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	b, err := io.ReadAll(br)
+	if err != nil || (len(b) > 0 && !strings.Contains(string(b), " 408 ")) {
+		t.Fatalf("unfinished headers on a keep-alive connection: %q, %v; want a 408 or a close", b, err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("unfinished headers cut off after %v: the read header timeout is 200 ms (idle: a minute)", took)
+	}
+
+	n = newNode(t, func(_ *generator.Settings, c *Config) {
+		c.ReadHeaderTimeout = 10 * time.Second
+		c.IdleTimeout = time.Minute
+		c.WriteTimeout = 300 * time.Millisecond
+	})
+	addr = strings.TrimPrefix(n.url, "http://")
+	c, _ = dial(t, addr)
+	c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	const requests = 400 // about 30 MB of answers, beyond the socket buffers
+	if _, err := io.WriteString(c, strings.Repeat("GET /v1/ids?count=4096 HTTP/1.1\r\nHost: x\r\n\r\n", requests)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the node's writes block, then time out
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	got, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the connection still open 20 s after its writes blocked (%d bytes read): the write timeout is 300 ms", got)
+	}
+	if got >= requests*4096*20 {
+		t.Fatalf("read %d bytes, every answer: the node's writes never blocked; the test needs more requests", got)
+	}
+	// The node serves on.
+	c, br = dial(t, addr)
+	if code, body := rawGet(t, c, br, "/v1/id"); code != 200 {
+		t.Fatal(code, body)
 	}
 }
 
