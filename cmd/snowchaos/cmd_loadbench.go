@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -45,7 +46,10 @@ connection). The nodes and references run in one child process, so its
 CPU time gives each row's server CPU per request; the load generator
 (fasthttp's client) runs in this process. --rounds N interleaves N rounds
 (the order rotating each round) and prints medians with their spread:
-on a shared machine, compare only figures from one run.
+on a shared machine, compare only figures from one run. A node/reference
+ratio is the median of the per-round ratios with its distribution-free
+interval (the sign test: 95% from 6 rounds up, the whole range below)
+and a verdict: level while the interval spans 1.00.
 
 --pin-server C and --pin-client C bind the servers' process and this one
 to a CPU each (sched_setaffinity on every thread, as taskset -a does;
@@ -122,6 +126,50 @@ func medianOf(vs []float64) (med, lo, hi float64) {
 		med = (vs[n/2-1] + vs[n/2]) / 2
 	}
 	return med, vs[0], vs[n-1]
+}
+
+// medianInterval returns the median of vs and a distribution-free
+// confidence interval for it: the order statistics v(k) and v(n+1-k) of
+// the sorted values, with k the largest rank whose interval is at least
+// 95% sure to hold the true median (the binomial sign test), or k = 1
+// (the whole range) when fewer than 6 values allow no 95% interval. conf
+// is the interval's confidence: 1 − 2·P(Binomial(n, ½) < k); 0 for one
+// value.
+func medianInterval(vs []float64) (med, lo, hi, conf float64) {
+	n := len(vs)
+	if n == 0 {
+		return 0, 0, 0, 0
+	}
+	med, _, _ = medianOf(vs)
+	vs = slices.Clone(vs)
+	slices.Sort(vs)
+	k := 1
+	for k+1 <= (n+1)/2 && 1-2*binomialBelow(n, k+1) >= 0.95 {
+		k++
+	}
+	return med, vs[k-1], vs[n-k], 1 - 2*binomialBelow(n, k)
+}
+
+// binomialBelow is P(Binomial(n, ½) < k).
+func binomialBelow(n, k int) float64 {
+	term, sum := math.Pow(0.5, float64(n)), 0.0
+	for j := range k {
+		sum += term
+		term *= float64(n-j) / float64(j+1)
+	}
+	return sum
+}
+
+// levelVerdict says where a ratio's interval lies against 1.00: above
+// (worse), below (better) or across it (level at this resolution).
+func levelVerdict(lo, hi float64, worse string) string {
+	switch {
+	case lo > 1:
+		return worse
+	case hi < 1:
+		return "better"
+	}
+	return "level"
 }
 
 // failed reports whether any sample failed.
@@ -421,13 +469,14 @@ func (b *bench) computeRatios() []string {
 		}
 		return nil
 	}
-	// perRound pairs the samples of two rows round by round.
-	perRound := func(a, c *benchRow, f func(x, y benchSample) float64) (med, lo, hi float64) {
+	// perRound pairs the samples of two rows round by round: the median
+	// ratio and its interval.
+	perRound := func(a, c *benchRow, f func(x, y benchSample) float64) (med, lo, hi, conf float64) {
 		var vs []float64
 		for i := range min(len(a.Samples), len(c.Samples)) {
 			vs = append(vs, f(a.Samples[i], c.Samples[i]))
 		}
-		return medianOf(vs)
+		return medianInterval(vs)
 	}
 	rate := func(x, y benchSample) float64 { return x.ReqRate / y.ReqRate }
 	cpu := func(x, y benchSample) float64 { return float64(x.CPUPerReq) / float64(y.CPUPerReq) }
@@ -442,14 +491,15 @@ func (b *bench) computeRatios() []string {
 		if node == nil || r == nil {
 			continue
 		}
-		m, lo, hi := perRound(node, r, rate)
-		line := fmt.Sprintf("single-ID node / %s: %.2fx req/s (rounds %.2f-%.2f)", strings.TrimPrefix(ref, "reference: bare "), m, lo, hi)
+		m, lo, hi, conf := perRound(node, r, rate)
+		line := fmt.Sprintf("single-ID node / %s: %.2fx req/s (%.2f-%.2f)", strings.TrimPrefix(ref, "reference: bare "), m, lo, hi)
 		if node.Samples[0].CPUPerReq > 0 {
-			c, clo, chi := perRound(node, r, cpu)
-			line += fmt.Sprintf(", %.2fx server CPU per request (%.2f-%.2f)", c, clo, chi)
+			c, clo, chi, _ := perRound(node, r, cpu)
+			line += fmt.Sprintf(", %.2fx server CPU per request (%.2f-%.2f: %s)", c, clo, chi, levelVerdict(clo, chi, "more"))
 		}
-		q, _, _ := perRound(node, r, p99)
-		line += fmt.Sprintf(", %.2fx p99", q)
+		q, qlo, qhi, _ := perRound(node, r, p99)
+		line += fmt.Sprintf(", %.2fx p99 (%.2f-%.2f: %s)", q, qlo, qhi, levelVerdict(qlo, qhi, "worse"))
+		line += fmt.Sprintf(" [median of %d per-round ratios (interval: %.0f%% confidence)]", len(node.Samples), 100*conf)
 		out = append(out, line)
 	}
 	if node != nil && node.Samples[0].CPUPerReq > 0 {

@@ -130,3 +130,41 @@ func TestLoadbenchCatchesDuplicates(t *testing.T) {
 		t.Fatalf("exit %d, want %d with duplicates; stdout:\n%s\nstderr:\n%s", code, exitFailure, &out, &errb)
 	}
 }
+
+// TestMedianInterval checks the median's interval against the sign test's
+// known ranks: the whole range at 93.75% for 5 values, ranks 4 and 12 at
+// 96.5% for 15, none for one value.
+func TestMedianInterval(t *testing.T) {
+	seq := func(n int) []float64 {
+		vs := make([]float64, n)
+		for i := range vs {
+			vs[i] = float64(n - i) // reversed: the function sorts
+		}
+		return vs
+	}
+	for _, c := range []struct {
+		n              int
+		med, lo, hi    float64
+		confLo, confHi float64
+	}{
+		{1, 1, 1, 1, 0, 0},
+		{5, 3, 1, 5, 0.937, 0.938},
+		{6, 3.5, 1, 6, 0.968, 0.969},
+		{15, 8, 4, 12, 0.964, 0.965},
+		{50, 25.5, 18, 33, 0.967, 0.968},
+	} {
+		med, lo, hi, conf := medianInterval(seq(c.n))
+		if med != c.med || lo != c.lo || hi != c.hi || conf < c.confLo || conf > c.confHi {
+			t.Errorf("%d values: median %v in %v-%v at %.4f; want %v in %v-%v at %v-%v", c.n, med, lo, hi, conf, c.med, c.lo, c.hi, c.confLo, c.confHi)
+		}
+	}
+	if v := levelVerdict(0.97, 1.04, "worse"); v != "level" {
+		t.Errorf("0.97-1.04: %s, want level", v)
+	}
+	if v := levelVerdict(1.01, 1.04, "worse"); v != "worse" {
+		t.Errorf("1.01-1.04: %s, want worse", v)
+	}
+	if v := levelVerdict(0.9, 0.99, "worse"); v != "better" {
+		t.Errorf("0.90-0.99: %s, want better", v)
+	}
+}
