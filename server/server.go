@@ -87,8 +87,10 @@ type Config struct {
 	// ReadHeaderTimeout bounds reading a request's line and headers from
 	// its first byte; ReadTimeout the whole request (a body, which only
 	// the admin API takes, gets ReadTimeout − ReadHeaderTimeout after its
-	// headers); WriteTimeout writing the response after the handler;
-	// IdleTimeout a keep-alive connection's wait for its next request.
+	// headers); WriteTimeout the handler and writing the response,
+	// counted from the request's first byte (HTTP/1.1) or from the end of
+	// its headers (HTTP/2, as net/http counts it); IdleTimeout a
+	// keep-alive connection's wait for its next request.
 	// Zero: 5 s, 2×ReadHeaderTimeout, RequestTimeout + 5 s, and 120 s.
 	// Each is at most MaxTimeout, except IdleTimeout, at most
 	// MaxIdleTimeout.
