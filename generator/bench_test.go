@@ -283,6 +283,8 @@ const (
 )
 
 // nextSide is Next on g from procs goroutines.
+//
+//go:noinline
 func nextSide(b *testing.B, g *Generator, procs int) *side {
 	return &side{procs: procs, run: func(n int) {
 		for range n {
@@ -295,6 +297,8 @@ func nextSide(b *testing.B, g *Generator, procs int) *side {
 }
 
 // bareSide is the bare mutex generator's Next from procs goroutines.
+//
+//go:noinline
 func bareSide(m *bareGen, procs int) *side {
 	return &side{procs: procs, run: func(n int) {
 		for range n {
