@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -139,8 +140,21 @@ type Checkpointer interface {
 // Fence gates issuing: the generator issues only while Check returns nil
 // for the monotonic reading (ns) of the call. A worker-ID lease is a fence.
 // Check is called once per Next or NextN call (and again after each sleep
-// of a call that waits), so it must be cheap; a non-nil error fails the
+// of a call that waits), so it must be cheap, unless the fence's word
+// vouches for the call's reading (FenceWord); a non-nil error fails the
 // call with an error wrapping ErrFenced and the fence's error.
 type Fence interface {
 	Check(mono int64) error
+}
+
+// FenceWord is what a Fence may also implement to spare the fast path a
+// call to Check: OpenUntil returns a word, a monotonic reading (ns), such
+// that Check(mono) is nil for every mono below the word's value, for as
+// long as a generator built with the fence lives; the fence lowers the
+// word (math.MinInt64: closed) before Check starts to refuse readings
+// below it. A call whose reading is below the word is issued without
+// calling Check; at or above it, Check decides (and says why it refuses).
+// A nil word means none: Check on every call.
+type FenceWord interface {
+	OpenUntil() *atomic.Int64
 }

@@ -2,6 +2,7 @@ package generator
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -137,13 +138,18 @@ func (m *memCheckpoint) Mark() int64 {
 	return m.mark
 }
 
-// openFence is a Fence that is always open.
+// openFence is a Fence that is always open, with a word (FenceWord) as the
+// lease Keeper has while its lease is valid.
 type openFence struct{}
 
 func (openFence) Check(int64) error { return nil }
 
+var openFenceWord = func() *atomic.Int64 { var w atomic.Int64; w.Store(math.MaxInt64); return &w }()
+
+func (openFence) OpenUntil() *atomic.Int64 { return openFenceWord }
+
 // benchGen returns a generator with every safety feature on: wait policy,
-// checkpoint, fence, observer.
+// checkpoint, fence (with a word, as the lease Keeper's), observer.
 func benchGen(b *testing.B, c Clock) *Generator {
 	b.Helper()
 	g, err := New(Settings{Node: 5, Clock: c, Checkpoint: &memCheckpoint{}, Fence: openFence{}, Observer: nopObserver{}, MaxWait: time.Hour})
@@ -361,6 +367,17 @@ func reportCeiling(b *testing.B, sub *side, idsPerOp int) {
 // the ratio to the bare mutex generator on the same clock.
 func BenchmarkNext(b *testing.B) {
 	g, m := benchGen(b, newCounterClock(12)), newBareGen(newCounterClock(12))
+	pair(b, 1, counterRound, "x-mutex", nextSide(b, g, 1), bareSide(m, 1))
+}
+
+// BenchmarkNextFenceCheck is BenchmarkNext with a fence that has no word,
+// so that Check is called on every Next.
+func BenchmarkNextFenceCheck(b *testing.B) {
+	g, err := New(Settings{Node: 5, Clock: newCounterClock(12), Checkpoint: &memCheckpoint{}, Fence: fenceFunc(func(int64) error { return nil }), Observer: nopObserver{}, MaxWait: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := newBareGen(newCounterClock(12))
 	pair(b, 1, counterRound, "x-mutex", nextSide(b, g, 1), bareSide(m, 1))
 }
 

@@ -133,6 +133,7 @@ type Generator struct {
 	// cache line with state, which every issue writes.
 	clock     Clock
 	fence     Fence
+	fenceWord *atomic.Int64 // Check is needed at readings from it up (see FenceWord)
 	epochNs   int64
 	tickNs    int64
 	timeShift uint
@@ -259,6 +260,7 @@ func New(s Settings) (*Generator, error) {
 	g := &Generator{
 		clock:     s.Clock,
 		fence:     s.Fence,
+		fenceWord: fenceWordOf(s.Fence),
 		obs:       s.Observer,
 		cp:        s.Checkpoint,
 		epochNs:   l.Epoch.UnixNano(),
@@ -331,6 +333,7 @@ func (g *Generator) NextContext(ctx context.Context) (ID, error) { return g.next
 // two dependency calls, which measurably slowed every ID. The fence is
 // checked after the compare-and-swap, with the reading of the call: when
 // it refuses, the claimed ID is never handed out (nor counted as issued).
+// A reading below the fence's word (FenceWord) needs no call to Check.
 func (g *Generator) next(ctx *context.Context) (ID, error) {
 	s := g.state.Load()
 	wall, mono := g.clock.Now()
@@ -338,7 +341,7 @@ func (g *Generator) next(ctx *context.Context) (ID, error) {
 	lost := false
 	if s&(slowBit|g.seqMask) < g.seqMask && uint64(wall-g.epochNs-int64(s>>(g.timeShift&63))*g.tickNs) < uint64(g.tickNs) {
 		if g.state.CompareAndSwap(s, s+1) {
-			if g.fence != nil {
+			if !g.fenceOpen(mono) {
 				if err := g.fence.Check(mono); err != nil {
 					g.st.withheld.Add(1)
 					return 0, g.fenced(contextOf(ctx), err)
@@ -363,7 +366,7 @@ func contextOf(ctx *context.Context) context.Context {
 // check, a move to a later tick below the limit, retries after a lost race
 // (lost: the first try's compare-and-swap failed), and the slow path.
 func (g *Generator) nextSlow(ctx context.Context, s uint64, lost bool, wall, mono int64) (ID, error) {
-	if g.fence != nil {
+	if !g.fenceOpen(mono) {
 		if err := g.fence.Check(mono); err != nil {
 			return 0, g.fenced(ctx, err)
 		}
@@ -449,7 +452,7 @@ func (g *Generator) nextN(ctx context.Context, dst []ID) (int, error) {
 	}
 	s := g.state.Load()
 	wall, mono := g.clock.Now()
-	if g.fence != nil {
+	if !g.fenceOpen(mono) {
 		if err := g.fence.Check(mono); err != nil {
 			return 0, g.fenced(ctx, err)
 		}
@@ -801,7 +804,7 @@ func (g *Generator) pause(d time.Duration, wall, mono *int64) error {
 		return err
 	}
 	*wall, *mono = w, m
-	if g.fence != nil {
+	if !g.fenceOpen(m) {
 		return fenceCheck(g.fence, m)
 	}
 	return nil
@@ -840,6 +843,33 @@ func (g *Generator) renewLocked(ctx context.Context, t, budget int64) {
 
 // ceilMs rounds Unix ns up to Unix ms.
 func ceilMs(ns int64) int64 { return -floorDiv(-ns, int64(time.Millisecond)) }
+
+// Fence words of fences that have none: open forever (no fence: Check is
+// never needed) and closed (Check is needed at every reading). Never
+// written.
+var (
+	wordOpen   = func() *atomic.Int64 { var w atomic.Int64; w.Store(math.MaxInt64); return &w }()
+	wordClosed = func() *atomic.Int64 { var w atomic.Int64; w.Store(math.MinInt64); return &w }()
+)
+
+// fenceOpen reports whether the fence's word vouches for reading mono, so
+// that Check need not be called (always, without a fence).
+func (g *Generator) fenceOpen(mono int64) bool { return mono < g.fenceWord.Load() }
+
+// fenceWordOf returns the word below which f needs no Check: f's own when
+// it is a FenceWord with one, else wordOpen for no fence and wordClosed
+// for any other.
+func fenceWordOf(f Fence) *atomic.Int64 {
+	if f == nil {
+		return wordOpen
+	}
+	if fw, ok := f.(FenceWord); ok {
+		if w := fw.OpenUntil(); w != nil {
+			return w
+		}
+	}
+	return wordClosed
+}
 
 // fenceError wraps a fence's error in ErrFenced unless it already is.
 func fenceError(err error) error {
@@ -943,7 +973,7 @@ func (g *Generator) Ready() error {
 	if err != nil {
 		return err
 	}
-	if g.fence != nil {
+	if !g.fenceOpen(mono) {
 		if err := fenceCheck(g.fence, mono); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -642,6 +643,57 @@ func TestFenceClosesDuringWait(t *testing.T) {
 		t.Fatalf("err = %v, want ErrFenced after the wait's first step", err)
 	}
 }
+
+// wordFence is a failFence with a word (FenceWord).
+type wordFence struct {
+	failFence
+	word atomic.Int64
+}
+
+func (f *wordFence) OpenUntil() *atomic.Int64 { return &f.word }
+
+// TestFenceWord checks the fast path's use of a fence's word: below it no
+// Check, at or above it Check decides, and a closed word (the fence
+// lowers it before refusing) sends every call to Check.
+func TestFenceWord(t *testing.T) {
+	c := newScriptClock(t0)
+	_, mono := c.Now()
+	f := &wordFence{}
+	f.word.Store(mono + int64(10*time.Millisecond))
+	g := mustNew(t, Settings{Clock: c, Fence: f})
+	for range 10 {
+		mustNext(t, g)
+	}
+	if f.checks != 0 {
+		t.Errorf("fence checked %d times below its word", f.checks)
+	}
+	c.Advance(10 * time.Millisecond) // at the word
+	mustNext(t, g)
+	if f.checks != 1 {
+		t.Errorf("fence checked %d times at its word, want 1", f.checks)
+	}
+	f.word.Store(math.MinInt64)
+	f.closed = true
+	if _, err := g.Next(); !errors.Is(err, ErrFenced) || !errors.Is(err, errLeaseLost) {
+		t.Fatalf("closed word: err = %v, want the fence's refusal", err)
+	}
+	if st := g.Stats(); st.Issued != 11 || st.Refusals != 1 {
+		t.Errorf("issued %d, refusals %d (want 11, 1)", st.Issued, st.Refusals)
+	}
+	// A FenceWord without a word yet: Check on every call.
+	nf := &wordFence{}
+	if w := fenceWordOf(nilWordFence{nf}); w.Load() != math.MinInt64 {
+		t.Errorf("a nil word: %d, want closed", w.Load())
+	}
+	if w := fenceWordOf(nil); w.Load() != math.MaxInt64 {
+		t.Errorf("no fence: %d, want open", w.Load())
+	}
+}
+
+// nilWordFence is a FenceWord that has no word.
+type nilWordFence struct{ *wordFence }
+
+func (nilWordFence) OpenUntil() *atomic.Int64 { return nil }
 
 type fenceFunc func(int64) error
 

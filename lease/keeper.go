@@ -332,8 +332,10 @@ func (g *grant) closeFence(reason FenceReason, err error) bool {
 }
 
 // Keeper holds one worker-ID lease for a node and fences its generator: it
-// implements generator.Fence (Check) and generator.Checkpointer (Load,
-// Save). Check costs three atomic loads and a compare.
+// implements generator.Fence (Check), generator.FenceWord (OpenUntil: the
+// generator's fast path then compares its reading with the bound lease's
+// validity end and calls Check only past it) and generator.Checkpointer
+// (Load, Save). Check costs three atomic loads and a compare.
 //
 // The generator is bound to one lease: the one Acquire or Start got, or
 // the one the last Rebind returned. If the Keeper loses its lease and
@@ -464,6 +466,19 @@ func (k *Keeper) Check(mono int64) error {
 		return nil
 	}
 	return k.fenceErr(g)
+}
+
+// OpenUntil implements generator.FenceWord: the validity end (a monotonic
+// reading) of the lease the generator is bound to, nil before one is. A
+// lease stops being the current one only after its fence is closed
+// (closeFence stores math.MinInt64 first), and only the current lease is
+// renewed (its validity end raised), so while a reading is below the word
+// the bound lease is the current one and valid: Check would be nil.
+func (k *Keeper) OpenUntil() *atomic.Int64 {
+	if g := k.bound.Load(); g != nil {
+		return &g.validUntil
+	}
+	return nil
 }
 
 func (k *Keeper) fenceErr(g *grant) *FenceError {
@@ -1027,5 +1042,6 @@ func (k *Keeper) Release(ctx context.Context) error {
 
 var (
 	_ generator.Fence        = (*Keeper)(nil)
+	_ generator.FenceWord    = (*Keeper)(nil)
 	_ generator.Checkpointer = (*Keeper)(nil)
 )

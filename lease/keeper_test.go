@@ -3,6 +3,9 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -508,5 +511,87 @@ func TestKeeperTryAcquire(t *testing.T) {
 	}
 	if st := r.k.Stats(); st.Acquisitions != 1 || st.AcquireErrors != 1 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestKeeperOpenUntil follows a lease through renewals, failed renewals,
+// an outage that loses it, a rebind and the release, and checks at every
+// step that the word a generator took when it was built (OpenUntil) never
+// vouches for a reading that Check would refuse: the fast path skips Check
+// below the word.
+func TestKeeperOpenUntil(t *testing.T) {
+	r := newRig(t, nil)
+	if w := r.k.OpenUntil(); w != nil {
+		t.Fatalf("a word before any lease: %d", w.Load())
+	}
+	vouch := func(step string, w *atomic.Int64) {
+		t.Helper()
+		m := r.mono()
+		for _, x := range []int64{m, m + int64(ttl/10), w.Load() - 1} {
+			if x >= m && x < w.Load() {
+				if err := r.k.Check(x); err != nil {
+					t.Errorf("%s: the word (%d) vouches for reading %d, which Check refuses: %v", step, w.Load(), x, err)
+				}
+			}
+		}
+	}
+	r.acquire()
+	w := r.k.OpenUntil()
+	if w == nil || w.Load() <= r.mono() {
+		t.Fatalf("after Acquire: word %v, want the validity end ahead of %d", w, r.mono())
+	}
+	vouch("acquired", w)
+	for i := range 4 {
+		r.clock.Advance(ttl / 3)
+		r.tick()
+		vouch(fmt.Sprintf("renewal %d", i), w)
+	}
+	r.mem.SetAvailable(false)
+	r.clock.Advance(ttl / 3)
+	for i := range 3 { // MaxFailures 3, a retry every TTL/10
+		r.tick()
+		vouch(fmt.Sprintf("failed renewal %d", i), w)
+		r.clock.Advance(ttl / 10)
+	}
+	if w.Load() != math.MinInt64 {
+		t.Errorf("fenced after failed renewals, the word is %d, want closed", w.Load())
+	}
+	r.mem.SetAvailable(true)
+	r.clock.Advance(ttl / 10)
+	r.tick()
+	vouch("store back", w)
+	if w.Load() <= r.mono() {
+		t.Errorf("the same lease renewed, the word %d did not reopen past %d", w.Load(), r.mono())
+	}
+	// An outage past the TTL: the lease is lost, another is acquired.
+	r.mem.SetAvailable(false)
+	r.clock.Advance(ttl + time.Second)
+	r.tick()
+	r.mem.SetAvailable(true)
+	if _, err := r.mem.Acquire(context.Background(), lease.Request{Holder: "node-b", Range: lease.Range{Min: 0, Max: 1}, TTL: time.Hour, Prefer: []int64{0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(ttl / 10)
+	r.tick()
+	vouch("lost and reacquired", w)
+	if w.Load() != math.MinInt64 {
+		t.Errorf("the old lease's word is %d after its loss, want closed", w.Load())
+	}
+	wantReason(t, r.check(), lease.ReasonChanged)
+	if _, err := r.k.Rebind(); err != nil {
+		t.Fatal(err)
+	}
+	w2 := r.k.OpenUntil()
+	if w2 == nil || w2 == w || w2.Load() <= r.mono() {
+		t.Fatalf("after Rebind: word %v, want the new lease's, ahead of %d", w2, r.mono())
+	}
+	vouch("rebound (old generator's word)", w)
+	vouch("rebound", w2)
+	if err := r.k.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	vouch("released", w2)
+	if w2.Load() != math.MinInt64 {
+		t.Errorf("after Release the word is %d, want closed", w2.Load())
 	}
 }
