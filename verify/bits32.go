@@ -3,6 +3,7 @@ package verify
 import (
 	"math/bits"
 	"slices"
+	"unsafe"
 )
 
 // bits32 is an exact set of uint32 values stored as a roaring bitmap is:
@@ -26,6 +27,18 @@ type ctr struct {
 	bm     []uint64
 	isRuns bool
 	n      int32 // cardinality
+	// first is vals' first backing array, allocated with the container:
+	// one ID per tick fills a container's 64 ticks without a reallocation
+	// (it would otherwise take four: 8, 16, 32 and 64 values).
+	first [firstCap]uint16
+}
+
+// newCtr returns a container holding x alone.
+func newCtr(x uint16) *ctr {
+	c := &ctr{n: 1}
+	c.first[0] = x
+	c.vals = c.first[:1]
+	return c
 }
 
 const (
@@ -34,6 +47,9 @@ const (
 	arrayMax = 4096
 	// runsMax is the most runs a run container holds (as big as a bitmap).
 	runsMax = 2048
+	// firstCap is the array a container starts with: the values of one ID
+	// per tick for the 64 ticks a container spans (see Set).
+	firstCap = 64
 	bmWords = 1024
 )
 
@@ -52,8 +68,7 @@ func (b *bits32) appendMax(x uint32) {
 		b.last.appendMax(lo)
 		return
 	}
-	c := &ctr{vals: make([]uint16, 1, 8), n: 1}
-	c.vals[0] = lo
+	c := newCtr(lo)
 	b.keys = append(b.keys, hi)
 	b.ctrs = append(b.ctrs, c)
 	b.last = c
@@ -107,7 +122,7 @@ func (b *bits32) add(x uint32) bool {
 	i, ok := b.find(hi)
 	if !ok {
 		b.keys = slices.Insert(b.keys, i, hi)
-		b.ctrs = slices.Insert(b.ctrs, i, &ctr{vals: []uint16{lo}, n: 1})
+		b.ctrs = slices.Insert(b.ctrs, i, newCtr(lo))
 		b.last = b.ctrs[len(b.ctrs)-1]
 		return true
 	}
@@ -115,12 +130,15 @@ func (b *bits32) add(x uint32) bool {
 }
 
 // bytes returns the memory the set holds, within a few percent: payload
-// capacity, keys and pointers, and each container's header (a 64-byte
-// allocation).
+// capacity, keys and pointers, and each container (its header and first
+// array, one allocation).
 func (b *bits32) bytes() uint64 {
-	n := uint64(cap(b.keys))*2 + uint64(cap(b.ctrs))*8 + uint64(len(b.ctrs))*64
+	n := uint64(cap(b.keys))*2 + uint64(cap(b.ctrs))*8 + uint64(len(b.ctrs))*uint64(unsafe.Sizeof(ctr{}))
 	for _, c := range b.ctrs {
-		n += uint64(cap(c.vals))*2 + uint64(cap(c.bm))*8
+		if unsafe.SliceData(c.vals) != &c.first[0] { // first is counted with the container
+			n += uint64(cap(c.vals)) * 2
+		}
+		n += uint64(cap(c.bm)) * 8
 	}
 	return n
 }
