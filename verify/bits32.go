@@ -50,7 +50,7 @@ const (
 	// firstCap is the array a container starts with: the values of one ID
 	// per tick for the 64 ticks a container spans (see Set).
 	firstCap = 64
-	bmWords = 1024
+	bmWords  = 1024
 )
 
 // max returns the largest value; the set must not be empty.
