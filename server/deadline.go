@@ -64,7 +64,9 @@ func (m mono) time() time.Time {
 }
 
 // h1State moves the connection's deadlines as fasthttp reports its state
-// (its ConnState hook) and keeps the connection limiter's idle list.
+// (its ConnState hook) and keeps the connection limiter's idle list. A
+// deadline that cannot be armed means the connection is closed: its next
+// read or write fails, and fasthttp ends it there.
 func (c *limitedConn) h1State(st fasthttp.ConnState) {
 	switch st {
 	case fasthttp.StateActive:
