@@ -2,7 +2,6 @@ package generator
 
 import (
 	"context"
-	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -144,9 +143,7 @@ type openFence struct{}
 
 func (openFence) Check(int64) error { return nil }
 
-var openFenceWord = func() *atomic.Int64 { var w atomic.Int64; w.Store(math.MaxInt64); return &w }()
-
-func (openFence) OpenUntil() *atomic.Int64 { return openFenceWord }
+func (openFence) OpenUntil() *atomic.Int64 { return wordOpen }
 
 // benchGen returns a generator with every safety feature on: wait policy,
 // checkpoint, fence (with a word, as the lease Keeper's), observer.

@@ -847,10 +847,14 @@ func ceilMs(ns int64) int64 { return -floorDiv(-ns, int64(time.Millisecond)) }
 // Fence words of fences that have none: open forever (no fence: Check is
 // never needed) and closed (Check is needed at every reading). Never
 // written.
-var (
-	wordOpen   = func() *atomic.Int64 { var w atomic.Int64; w.Store(math.MaxInt64); return &w }()
-	wordClosed = func() *atomic.Int64 { var w atomic.Int64; w.Store(math.MinInt64); return &w }()
-)
+var wordOpen, wordClosed = constWord(math.MaxInt64), constWord(math.MinInt64)
+
+// constWord returns a fence word holding v.
+func constWord(v int64) *atomic.Int64 {
+	w := new(atomic.Int64)
+	w.Store(v)
+	return w
+}
 
 // fenceOpen reports whether the fence's word vouches for reading mono, so
 // that Check need not be called (always, without a fence).

@@ -138,10 +138,8 @@ func BenchmarkServeConnID(b *testing.B) {
 	lim := newConnLimiter(ln, srv.cfg.MaxConns)
 	sv := srv.newServing(lim, srv.main, srv.handler)
 	nodeConn := func(c net.Conn) net.Conn {
-		lc := &limitedConn{Conn: c, l: lim}
 		lim.mu.Lock()
-		lim.mu.open++
-		lim.mu.conns[lc] = struct{}{}
+		lc := lim.admitLocked(c)
 		lim.mu.Unlock()
 		first := monoNow().add(sv.h1t.readHeader)
 		return sv.h1Conn(lc, first)

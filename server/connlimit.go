@@ -102,15 +102,21 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			}
 			evicted = l.evictIdleLocked()
 		}
-		l.mu.open++
-		lc := &limitedConn{Conn: c, l: l}
-		l.mu.conns[lc] = struct{}{}
+		lc := l.admitLocked(c)
 		l.mu.Unlock()
 		if evicted != nil {
 			evicted.Close() // before the next Accept takes another descriptor
 		}
 		return lc, nil
 	}
+}
+
+// admitLocked counts c as open and returns it wrapped.
+func (l *connLimiter) admitLocked(c net.Conn) *limitedConn {
+	l.mu.open++
+	lc := &limitedConn{Conn: c, l: l}
+	l.mu.conns[lc] = struct{}{}
+	return lc
 }
 
 // isFDExhaustion reports whether err is the process or the system running
@@ -195,16 +201,15 @@ type limitedConn struct {
 	// first by Read. It is set before the connection is handed to a
 	// server and read only by that server.
 	head []byte
-	// lazy makes the read and write deadlines lazy (see lazyDeadline):
-	// set before the connection is handed to a server that sets them only
-	// from the goroutine that reads and writes (fasthttp's).
-	lazy   bool
-	rd, wd lazyDeadline
-	// timeouts, when set (with lazy), are the HTTP/1.1 timeouts the
-	// connection keeps itself as its server reports its state (see
-	// h1State); start is when its current request's first byte arrived,
-	// and requests counts its requests.
+	// timeouts, when set, are the HTTP/1.1 timeouts the connection keeps
+	// itself as its server reports its state (see h1State), and make its
+	// read and write deadlines lazy (rd, wd; see lazyDeadline): set before
+	// the connection is handed to a server that sets deadlines only from
+	// the goroutine that reads and writes (fasthttp's). start is when its
+	// current request's first byte arrived, and requests counts its
+	// requests.
 	timeouts *h1Timeouts
+	rd, wd   lazyDeadline
 	start    mono
 	requests int
 	// Guarded by l.mu.
@@ -221,7 +226,7 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 	}
 	for {
 		n, err := c.Conn.Read(p)
-		if n > 0 || !c.lazy || !errors.Is(err, os.ErrDeadlineExceeded) || !c.rd.rearm(c.Conn.SetReadDeadline) {
+		if n > 0 || c.timeouts == nil || !errors.Is(err, os.ErrDeadlineExceeded) || !c.rd.rearm(c.Conn.SetReadDeadline) {
 			return n, err
 		}
 	}
@@ -229,7 +234,7 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 
 // Write writes p, going on past a deadline that fired early.
 func (c *limitedConn) Write(p []byte) (int, error) {
-	if !c.lazy {
+	if c.timeouts == nil {
 		return c.Conn.Write(p)
 	}
 	written := 0
@@ -244,7 +249,7 @@ func (c *limitedConn) Write(p []byte) (int, error) {
 
 // SetReadDeadline sets the read deadline (lazily once lazy is set).
 func (c *limitedConn) SetReadDeadline(t time.Time) error {
-	if !c.lazy {
+	if c.timeouts == nil {
 		return c.Conn.SetReadDeadline(t)
 	}
 	return c.rd.set(toMono(t), c.Conn.SetReadDeadline)
@@ -252,7 +257,7 @@ func (c *limitedConn) SetReadDeadline(t time.Time) error {
 
 // SetWriteDeadline sets the write deadline (lazily once lazy is set).
 func (c *limitedConn) SetWriteDeadline(t time.Time) error {
-	if !c.lazy {
+	if c.timeouts == nil {
 		return c.Conn.SetWriteDeadline(t)
 	}
 	return c.wd.set(toMono(t), c.Conn.SetWriteDeadline)
@@ -260,7 +265,7 @@ func (c *limitedConn) SetWriteDeadline(t time.Time) error {
 
 // SetDeadline sets both deadlines.
 func (c *limitedConn) SetDeadline(t time.Time) error {
-	if !c.lazy {
+	if c.timeouts == nil {
 		return c.Conn.SetDeadline(t)
 	}
 	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))

@@ -91,7 +91,7 @@ func (c *limitedConn) h1State(st fasthttp.ConnState) {
 // requestStart is when request c began: its first byte's arrival on a
 // connection that keeps its own timeouts, else the time fasthttp gives it.
 func requestStart(c *fasthttp.RequestCtx) mono {
-	if lc, ok := c.Conn().(*limitedConn); ok && lc.timeouts != nil && lc.requests > 0 {
+	if lc, ok := c.Conn().(*limitedConn); ok && lc.timeouts != nil {
 		return lc.start
 	}
 	return toMono(c.Time())

@@ -171,7 +171,7 @@ func (sv *serving) sniff(c *limitedConn) {
 // which also reports the connection's state: the connection keeps its
 // own timeouts, lazily (h1Timeouts).
 func (sv *serving) h1Conn(c *limitedConn, first mono) *limitedConn {
-	c.lazy, c.timeouts = true, &sv.h1t
+	c.timeouts = &sv.h1t
 	c.rd = lazyDeadline{want: first, armed: first}
 	return c
 }

@@ -185,7 +185,7 @@ func TestLazyDeadline(t *testing.T) {
 	pipe := func() (*limitedConn, net.Conn) {
 		a, b := net.Pipe()
 		t.Cleanup(func() { a.Close(); b.Close() })
-		return &limitedConn{Conn: a, lazy: true}, b
+		return &limitedConn{Conn: a, timeouts: &h1Timeouts{}}, b
 	}
 	// Tightened: far, then near: the near one fires.
 	c, _ := pipe()
