@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/snowchaos/snowchaos/internal/yieldclock"
 )
 
 // Benchmarks. The physical limit of a layout is 2^SeqBits IDs per tick per
@@ -176,21 +178,6 @@ func (b *bareGen) NextN(dst []ID) {
 		}
 	}
 	b.mu.Unlock()
-}
-
-// yieldClock is the system clock with the sleep it replaced: time.Sleep
-// from 1 ms up, a loop of runtime.Gosched below. It is the same-run
-// reference for the CPU a wait costs.
-type yieldClock struct{ systemClock }
-
-func (yieldClock) Sleep(d time.Duration) {
-	if d >= time.Millisecond {
-		time.Sleep(d)
-		return
-	}
-	for start := time.Now(); time.Since(start) < d; {
-		runtime.Gosched()
-	}
 }
 
 // side is one side of a paired benchmark: run does n operations (Next
@@ -456,7 +443,7 @@ func BenchmarkNextNRealClock(b *testing.B) { benchRealBatches(b, 1) }
 func BenchmarkNextNRealClockWorkers(b *testing.B) { benchRealBatches(b, 4) }
 
 func benchRealBatches(b *testing.B, workers int) {
-	g, y := benchGen(b, SystemClock()), benchGen(b, yieldClock{})
+	g, y := benchGen(b, SystemClock()), benchGen(b, yieldclock.Clock{})
 	sub, ref := batchSide(b, g, workers), batchSide(b, y, workers)
 	sub.prime = primeTick(func() ID { id, _ := g.Next(); return id })
 	ref.prime = primeTick(func() ID { id, _ := y.Next(); return id })

@@ -37,7 +37,10 @@ Measures, in one run and beside their ceilings:
              node: a bare net/http server and a bare fasthttp server, each
              answering a constant ID with the node's headers;
   batch      GET /v1/ids?count=N in text and JSON, against the fasthttp
-             reference answering a constant body of N IDs;
+             reference answering a constant body of N IDs, and against a
+             node whose generator waits for the next tick in a loop of
+             runtime.Gosched (as it did before issue 15), the reference
+             for the CPU that waiting costs;
   pg         a Postgres sequence, the central ticket counter users would
              otherwise build: nextval() one per round trip (on one and on
              several connections) and in batches.
@@ -341,7 +344,8 @@ func (b *bench) run(want map[string]bool) int {
 			format := map[bool]string{false: "text", true: "JSON"}[asJSON]
 			set = append(set,
 				measurement{row: b.row(fmt.Sprintf("node GET %s, %s (%d conns)", q, format, f.batchWorkers), "node"), node: true, path: q, json: asJSON, want: f.batch, conn: f.batchWorkers},
-				measurement{row: b.row(fmt.Sprintf("reference: bare fasthttp, constant %d IDs, %s", f.batch, format), "reference"), refs: b.srv.FastHTTP, path: q, json: asJSON, want: f.batch, conn: f.batchWorkers})
+				measurement{row: b.row(fmt.Sprintf("reference: bare fasthttp, constant %d IDs, %s", f.batch, format), "reference"), refs: b.srv.FastHTTP, path: q, json: asJSON, want: f.batch, conn: f.batchWorkers},
+				measurement{row: b.row(fmt.Sprintf("%s, %s", yieldRow, format), "reference"), refs: b.srv.YieldNode, path: q, json: asJSON, want: f.batch, conn: f.batchWorkers})
 		}
 	}
 	for round := range f.rounds {
@@ -364,6 +368,11 @@ func (b *bench) run(want map[string]bool) int {
 	}
 	return exitOK
 }
+
+// yieldRow names the batch phase's reference node: the node whose
+// generator waits for the next tick in a loop of runtime.Gosched, as it
+// did before issue 15 (internal/yieldclock).
+const yieldRow = "reference: node waiting in a yield loop"
 
 // measure runs one closed-loop measurement.
 func (b *bench) measure(m measurement) benchSample {
@@ -524,6 +533,11 @@ func (b *bench) computeRatios() []string {
 			rc, _, _ := ref.median(func(s benchSample) float64 { return float64(s.CPUPerReq) })
 			line += fmt.Sprintf("; %.0f µs of server CPU per %d-ID request (%.0f-%.0f), the constant body's %.0f µs (%.2fx)",
 				c/1e3, b.f.batch, lo/1e3, hi/1e3, rc/1e3, c/rc)
+			if y := find(yieldRow + ", " + format); y != nil && y.Samples[0].CPUPerReq > 0 {
+				yc, _, _ := y.median(func(s benchSample) float64 { return float64(s.CPUPerReq) })
+				m, mlo, mhi, _ := perRound(n, y, cpu)
+				line += fmt.Sprintf(", the yield-loop node's %.0f µs (%.2fx, %.2f-%.2f)", yc/1e3, m, mlo, mhi)
+			}
 		}
 		out = append(out, line)
 	}

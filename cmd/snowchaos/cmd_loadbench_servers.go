@@ -21,19 +21,24 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/internal/yieldclock"
 	"github.com/snowchaos/snowchaos/server"
 )
 
 // benchServers are the addresses of the servers loadbench measures, all
 // in one child process (so they share its CPU binding, GOMAXPROCS and
-// garbage collector): the nodes and the two references, bare servers
+// garbage collector): the nodes and the references: two bare servers
 // answering every /v1/id with a constant ID and every /v1/ids with a
-// constant body of --batch IDs, in the node's formats and headers.
+// constant body of --batch IDs, in the node's formats and headers, and a
+// node whose generator waits for the next tick as it did before issue 15
+// (yieldclock: a loop of runtime.Gosched below 1 ms), the batch phase's
+// reference for the CPU a wait costs.
 type benchServers struct {
-	Nodes      []string `json:"nodes"`    // base URLs of the nodes
-	NetHTTP    string   `json:"net_http"` // the net/http reference
-	FastHTTP   string   `json:"fasthttp"` // the fasthttp reference
-	Control    string   `json:"control"`  // GET /cpu: the process's CPU time
+	Nodes      []string `json:"nodes"`      // base URLs of the nodes
+	NetHTTP    string   `json:"net_http"`   // the net/http reference
+	FastHTTP   string   `json:"fasthttp"`   // the fasthttp reference
+	YieldNode  string   `json:"yield_node"` // the node waiting in a yield loop
+	Control    string   `json:"control"`    // GET /cpu: the process's CPU time
 	GOMAXPROCS int      `json:"gomaxprocs"`
 	Pinned     int      `json:"pinned"` // the CPU the process is bound to, -1 none
 }
@@ -120,27 +125,42 @@ func runBenchServers(ctx context.Context, nodes, batch, pin int, stdin io.Reader
 			s()
 		}
 	}()
-	for i := range nodes {
-		gen, err := generator.New(generator.Settings{Node: int64(i + 1)})
+	// startNode starts a node for worker on clock (nil: the system clock).
+	startNode := func(worker int64, clock generator.Clock) (string, error) {
+		gen, err := generator.New(generator.Settings{Node: worker, Clock: clock})
 		if err != nil {
-			return err
+			return "", err
 		}
 		srv, err := server.New(server.Config{Generator: gen, MaxBatch: max(batch, server.DefaultMaxBatch), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			gen.Close()
-			return err
+			return "", err
 		}
 		ln, url, err := listen()
 		if err != nil {
 			gen.Close()
-			return err
+			return "", err
 		}
 		sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})
 		go func() { defer close(done); srv.Serve(sctx, ln, nil) }()
 		stops = append(stops, func() { scancel(); <-done; gen.Close() })
+		return url, nil
+	}
+	for i := range nodes {
+		url, err := startNode(int64(i+1), nil)
+		if err != nil {
+			return err
+		}
 		out.Nodes = append(out.Nodes, url)
 	}
+	// Its own worker ID, above the nodes': its IDs are never compared
+	// with theirs, but a reader of the rows should not wonder.
+	yield, err := startNode(int64(nodes+1), yieldclock.Clock{})
+	if err != nil {
+		return err
+	}
+	out.YieldNode = yield
 	bodies, err := newConstBodies(batch)
 	if err != nil {
 		return err

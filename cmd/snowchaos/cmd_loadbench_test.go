@@ -33,6 +33,7 @@ func TestLoadbench(t *testing.T) {
 	}
 	for _, want := range []string{"node GET /v1/id (4 conns)", "reference: bare net/http, constant ID", "reference: bare fasthttp, constant ID",
 		"node GET /v1/ids?count=256, text", "node GET /v1/ids?count=256, JSON", "constant 256 IDs, JSON", "in-process",
+		"reference: node waiting in a yield loop, JSON", "the yield-loop node's",
 		"single-ID node / fasthttp:", "single-ID node / net/http:", "batch text:", "batch JSON:", "load average", "µs of server CPU per request"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, &out)
@@ -91,8 +92,8 @@ func TestLoadbenchJSONAndPinning(t *testing.T) {
 	if !strings.Contains(res.Setup, "servers in one process, GOMAXPROCS 1, pinned to CPU "+cpu) || !strings.Contains(res.Setup, "client GOMAXPROCS 1, pinned to CPU "+cpu) {
 		t.Errorf("setup %q", res.Setup)
 	}
-	if len(res.Rows) != 7 {
-		t.Fatalf("%d rows, want 7: %s", len(res.Rows), &out)
+	if len(res.Rows) != 9 {
+		t.Fatalf("%d rows, want 9: %s", len(res.Rows), &out)
 	}
 	for _, r := range res.Rows {
 		s := r.Samples[0]
