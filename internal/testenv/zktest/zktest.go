@@ -276,8 +276,62 @@ func (s *Server) stop(sig os.Signal) {
 }
 
 // Pause stops the server with SIGSTOP: it holds its connections but
-// answers nothing, like a frozen VM. Resume continues it.
-func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP, true) }
+// answers nothing, like a frozen VM. It returns once every thread of the
+// server has stopped (SIGSTOP reaches each thread on its own, and one
+// still running could answer a client), within 5 s. Resume continues it.
+func (s *Server) Pause() error {
+	if err := s.signal(syscall.SIGSTOP, true); err != nil {
+		return err
+	}
+	return waitStopped(s.PID(), 5*time.Second)
+}
+
+// waitStopped waits, within timeout, until no thread of process pid can
+// run: each is stopped (state T in /proc/PID/task/TID/stat) or gone.
+func waitStopped(pid int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		running, err := runningThread(pid)
+		if err != nil || running == "" {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("zktest: thread %s of process %d still not stopped %v after SIGSTOP", running, pid, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// runningThread returns a thread of process pid that is neither stopped
+// nor gone, or "" when there is none.
+func runningThread(pid int) (string, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("zktest: threads of process %d: %w", pid, err)
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // the thread ended
+		}
+		if err != nil {
+			return "", fmt.Errorf("zktest: %w", err)
+		}
+		// The state follows the command name, which is in parentheses
+		// and may hold any byte: ") S ...".
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 || i+2 >= len(b) {
+			return "", fmt.Errorf("zktest: %s/%s/stat has no state: %q", dir, t.Name(), b)
+		}
+		switch b[i+2] {
+		case 'T', 'Z', 'X': // stopped, or exited
+		default:
+			return t.Name(), nil
+		}
+	}
+	return "", nil
+}
 
 // Resume continues a paused server with SIGCONT.
 func (s *Server) Resume() error { return s.signal(syscall.SIGCONT, false) }
