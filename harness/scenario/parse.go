@@ -836,7 +836,10 @@ func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 	return out
 }
 
-var loadKeys = []string{"per", "clients", "batch", "stages", "rate", "for"}
+var loadKeys = []string{"per", "clients", "batch", "stages", "rate", "for", "fault_burst"}
+
+// maxFaultBurst bounds load.fault_burst.
+const maxFaultBurst = time.Second
 
 func (p *parser) load(n *yaml.Node, duration time.Duration, durOK bool) Load {
 	l := Load{PerNode: true, Clients: 1, Batch: 1, Line: max(deref(n).Line, 1)}
@@ -860,6 +863,14 @@ func (p *parser) load(n *yaml.Node, duration time.Duration, durOK bool) Load {
 	if e, ok := m["batch"]; ok {
 		if v, ok := p.integer(e.val, "load.batch", 1, 1_000_000); ok {
 			l.Batch = int(v)
+		}
+	}
+	if e, ok := m["fault_burst"]; ok {
+		if d, ok := p.duration(e.val, "load.fault_burst", false); ok {
+			if d > maxFaultBurst {
+				p.errorf(e.val, "load.fault_burst", "%s: at most %s", d, maxFaultBurst)
+			}
+			l.FaultBurst = d
 		}
 	}
 	_, hasRate := m["rate"]
