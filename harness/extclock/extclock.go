@@ -109,12 +109,12 @@ type Host struct {
 		sync.Mutex
 		sinks   []Sink
 		probes  map[Sink]bool // how many of the sinks (the last ones) are probes
-		smears  []rateSpan // in progress
-		slew    rateSpan   // outstanding slew (ppb 0: none)
-		slewRem int64      // ns still to slew at slew.start
-		drift   int64      // ppb
-		frozen  int64      // real mono ns at which a freeze ends; -1: until revert; 0: none
-		leaps   []int64    // pending leap instants (Unix ns, host wall)
+		smears  []rateSpan    // in progress
+		slew    rateSpan      // outstanding slew (ppb 0: none)
+		slewRem int64         // ns still to slew at slew.start
+		drift   int64         // ppb
+		frozen  int64         // real mono ns at which a freeze ends; -1: until revert; 0: none
+		leaps   []int64       // pending leap instants (Unix ns, host wall)
 		closed  bool
 		last    State
 		err     error // the last publish error
