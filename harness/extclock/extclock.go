@@ -108,7 +108,7 @@ type Host struct {
 	mu struct {
 		sync.Mutex
 		sinks   []Sink
-		probes  map[Sink]bool // how many of the sinks (the last ones) are probes
+		probes  map[Sink]bool // the sinks added by AddProbe
 		smears  []rateSpan    // in progress
 		slew    rateSpan      // outstanding slew (ppb 0: none)
 		slewRem int64         // ns still to slew at slew.start
