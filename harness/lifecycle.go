@@ -966,7 +966,10 @@ func (l *lifecycle) clone(fi int, src *slot) {
 		l.d.addClients(sl.idx, now)
 	}
 	if f.For > 0 {
-		l.d.schedule(now+f.For, cloneEndEvent{sl.idx})
+		// The clone serves for its whole span once ready: a process that
+		// takes a while to start does not lose it (in simulated time
+		// starts take none).
+		l.d.schedule(max(now, sl.readyAt)+f.For, cloneEndEvent{sl.idx})
 	}
 }
 
