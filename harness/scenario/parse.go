@@ -1008,7 +1008,7 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 	for i, it := range p.sequence(n, "faults") {
 		path := fmt.Sprintf("faults[%d]", i)
 		m := p.mapping(it, path, keys...)
-		f := Fault{KeepCheckpoint: true, Line: max(it.Line, 1)}
+		f := Fault{Line: max(it.Line, 1)}
 		e, ok := m["kind"]
 		if !ok {
 			p.errorf(it, path+".kind", "missing: one of %s", strings.Join(kinds, ", "))
@@ -1075,7 +1075,7 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 		if f.Point != "" && f.Graceful {
 			p.errorf(m["point"].val, path+".point", "a graceful restart does not crash: give point or graceful, not both")
 		}
-		if f.Point != "" && !f.KeepCheckpoint {
+		if f.Point != "" && f.WipeCheckpoint {
 			p.errorf(m["point"].val, path+".point", "a crash point is a moment of the checkpoint's write: it needs keep_checkpoint on")
 		}
 		if f.Kind == faults.KindHandoff && len(f.Nodes) != 1 {
@@ -1184,7 +1184,7 @@ func (p *parser) faultParam(f *Fault, prm faults.Param, n *yaml.Node, key string
 		}
 		switch prm.Name {
 		case "keep_checkpoint":
-			f.KeepCheckpoint = v
+			f.WipeCheckpoint = !v
 		case "same_holder":
 			f.SameHolder = v
 		case "crash":
