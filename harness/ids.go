@@ -95,6 +95,18 @@ func (b *idBuf) lastTime(l generator.Layout) (int64, bool) {
 	return b.wide[b.n-1].UnixMilli() * 1e6, true
 }
 
+// timeAt returns the start of the tick embedded in ID i, in Unix ns (l is
+// the node's layout, for Snowflakes); false when the kind embeds no time.
+func (b *idBuf) timeAt(i int, l generator.Layout) (int64, bool) {
+	switch {
+	case i >= b.len() || !b.kind.Timed():
+		return 0, false
+	case b.kind == verify.KindSnowflake:
+		return l.Decode(b.sf[i]).Time.UnixNano(), true
+	}
+	return b.wide[i].UnixMilli() * 1e6, true
+}
+
 // appendJSON appends the IDs as a JSON array of strings, each in its
 // kind's canonical text (decimal for a Snowflake: a JSON number loses
 // precision above 2^53).

@@ -232,7 +232,9 @@ func (l *lifecycle) startSlot(sl *slot) error {
 	if st := l.storeOf(sl.host); st != nil {
 		env.Leases = st
 	}
+	sl.startedAt = l.d.now()
 	n, err := l.tgt.Start(l.ctx, sl.spec, env)
+	sl.readyAt = l.d.now()
 	sl.node = n
 	if n != nil {
 		l.noteStarted(n)
@@ -246,7 +248,9 @@ func (l *lifecycle) restartSlot(sl *slot) error {
 	if sl.node == nil {
 		return l.startSlot(sl)
 	}
+	sl.startedAt = l.d.now()
 	err := sl.node.Start(l.ctx)
+	sl.readyAt = l.d.now()
 	l.afterStart(sl, err)
 	return err
 }
@@ -295,7 +299,9 @@ func (l *lifecycle) stopSlot(sl *slot, o target.StopOptions, reason string) erro
 	if sl.node == nil {
 		return nil
 	}
-	return sl.node.Stop(l.ctx, o)
+	err := sl.node.Stop(l.ctx, o)
+	l.collectViolations(sl.node, sl.name, sl.incarnation)
+	return err
 }
 
 // followLease notes a node whose lease keeper lost its lease and whose
@@ -324,6 +330,7 @@ func (l *lifecycle) followLease(sl *slot) {
 	l.lease.rebound = append(l.lease.rebound, fmt.Sprintf("%s at %s: lease lost: new generator on worker %d (was %d), incarnation %d", sl.name, at, w, sl.worker, sl.incarnation+1))
 	sl.incarnation++
 	sl.worker = w
+	sl.startedAt, sl.readyAt = l.d.now(), l.d.now()
 	l.register(sl)
 }
 
@@ -409,6 +416,12 @@ func (l *lifecycle) fault(fi int) {
 	f := l.s.Faults[fi]
 	now := l.d.now()
 	l.faults[fi].Confirmed = true
+	if late := now - f.At; late > l.lateness() {
+		// The driver was held up (a node's start blocks it): the fault's
+		// window, measured from its instant, would judge time it did not
+		// cover.
+		l.unconfirmed(fi, fmt.Sprintf("the fault landed %s after its instant (the driver was busy: a node's start takes as long as the node takes to be ready)", Duration(late)))
+	}
 	if l.metrics != nil {
 		l.metrics.FaultInjected(f.Kind)
 		_ = l.metrics.SetWindow(metrics.FaultWindow{Name: f.Name, Kind: f.Kind}, true)
@@ -524,6 +537,20 @@ func (l *lifecycle) clockFault(fi int) {
 	}
 }
 
+// lateness is how late after its instant a fault may land in real mode and
+// still count as landing there: the calibrated timing tolerance, at least
+// 20 ms. Simulated faults land on time.
+func (l *lifecycle) lateness() time.Duration {
+	if l.simulated() {
+		return 0
+	}
+	d := 20 * time.Millisecond
+	if c := l.opts.Calibration; c != nil {
+		d = max(d, 2*time.Duration(c.Tolerance))
+	}
+	return d
+}
+
 // applyShadow applies a clock fault to a host's shadow clock.
 func applyShadow(c *faults.Clock, f faults.Fault) {
 	_ = f.ApplyTo(c) // the scenario was validated: every kind here is a clock fault
@@ -551,15 +578,16 @@ func (l *lifecycle) stopFailed(fi int, sl *slot, err error) {
 }
 
 // detail adds a line to fault fi's result.
-func (l *lifecycle) detail(fi int, s string) {
-	fr := &l.faults[fi]
+func (r *run) detail(fi int, s string) {
+	fr := &r.faults[fi]
 	fr.Detail = append(fr.Detail, s)
 }
 
 // unconfirmed marks fault fi unconfirmed, saying why.
-func (l *lifecycle) unconfirmed(fi int, detail string) {
-	l.faults[fi].Confirmed = false
-	l.detail(fi, detail)
+func (r *run) unconfirmed(fi int, detail string) {
+	r.faults[fi].Confirmed = false
+	r.faults[fi].failed = true
+	r.detail(fi, detail)
 }
 
 // probeDelay is how long after a clock fault the harness measures the
@@ -604,42 +632,94 @@ func (l *lifecycle) probe(pi int) {
 	p := l.probes[pi]
 	sl := l.slots[p.si]
 	sl.host.advance(l.d.now())
-	l.confirmWithin(p.fi, sl, sl.host.shadow.Offset()-p.before, p.slack)
+	l.confirmWithin(p.fi, sl, p.before, sl.host.shadow.Offset()-p.before, p.slack)
 }
 
 // confirm compares a node's measured clock offset with its shadow's and
 // records the outcome in fault fi's result: unconfirmed unless the two
 // agree within the tolerance and the fault's effect was measurable.
 func (l *lifecycle) confirm(fi int, sl *slot, effect time.Duration) {
-	l.confirmWithin(fi, sl, effect, 0)
+	l.confirmWithin(fi, sl, sl.host.shadow.Offset()-effect, effect, 0)
 }
 
-// confirmWithin is confirm with slack added to the tolerance.
-func (l *lifecycle) confirmWithin(fi int, sl *slot, effect, slack time.Duration) {
-	detail, ok := l.measure(sl, effect, slack)
-	l.detail(fi, sl.name+": "+detail)
-	if !ok {
-		l.faults[fi].Confirmed = false
+// confirmWithin is confirm with slack added to the tolerance; before is
+// the node's shadow offset before the fault. A node that offers no clock
+// reading of its own leaves the fault to be confirmed by the time its IDs
+// carry (watchReach).
+func (l *lifecycle) confirmWithin(fi int, sl *slot, before, effect, slack time.Duration) {
+	m := l.measure(sl, effect, slack)
+	switch m.state {
+	case reached:
+		l.detail(fi, sl.name+": "+m.detail)
+	case pendingReach:
+		l.watchReach(fi, sl, before, m.detail, m.diag)
+	default:
+		d := sl.name + ": " + m.detail
+		if m.diag != "" {
+			d += "; diagnostic, not evidence: " + m.diag
+		}
+		l.unconfirmed(fi, d)
 	}
+}
+
+// reachState is what a node's own evidence says of a fault.
+type reachState int
+
+const (
+	// notReached: the evidence shows the fault did not reach the node,
+	// or cannot be had.
+	notReached reachState = iota
+	// reached: the node's own clock reading shows the fault.
+	reached
+	// pendingReach: the node offers no reading of its own; its IDs decide.
+	pendingReach
+)
+
+// measurement is the outcome of measuring a fault on a node.
+type measurement struct {
+	state  reachState
+	detail string
+	diag   string // what a probe beside the node reads (not evidence)
 }
 
 // measure reads the node's offset and compares it with the shadow's,
-// within the tolerance plus slack.
-func (l *lifecycle) measure(sl *slot, effect, slack time.Duration) (string, bool) {
+// within the tolerance plus slack plus the reading's own half-width.
+func (l *lifecycle) measure(sl *slot, effect, slack time.Duration) measurement {
 	if sl.node == nil {
-		return "node not running: " + sl.downReason, false
+		return measurement{detail: "node not running: " + sl.downReason}
 	}
 	ctl := sl.node.Clock()
 	if ctl == nil {
-		return "clock not controllable", false
+		return measurement{detail: "clock not controllable"}
+	}
+	diagnose := func() string {
+		if d, ok := ctl.(target.Diagnoser); ok {
+			return d.Diagnose(l.ctx)
+		}
+		return ""
 	}
 	// The node reads its offset at some instant during the call: in real
 	// mode, while a pause or freeze moves the offset, the shadow's offsets
 	// at the call's start and end bracket what it may answer.
 	first := sl.host.shadow.Offset()
-	got, err := ctl.Offset(l.ctx)
-	if err != nil {
-		return "offset unreadable: " + err.Error(), false
+	var got, half time.Duration
+	var err error
+	if b, ok := ctl.(target.Bracketed); ok {
+		got, half, err = b.OffsetWithin(l.ctx)
+	} else {
+		got, err = ctl.Offset(l.ctx)
+	}
+	switch {
+	case errors.Is(err, target.ErrNotReached):
+		return measurement{detail: err.Error(), diag: diagnose()}
+	case errors.Is(err, target.ErrNoReading):
+		return measurement{state: pendingReach, detail: strings.TrimPrefix(err.Error(), target.ErrNoReading.Error()+": "), diag: diagnose()}
+	case err != nil && l.info.Caps.Simulated:
+		return measurement{detail: "offset unreadable: " + err.Error()}
+	case err != nil:
+		// A process whose reading failed may still show the fault in its
+		// IDs; the failure itself (a hang, a violation) is judged apart.
+		return measurement{state: pendingReach, detail: "its clock reading failed: " + err.Error(), diag: diagnose()}
 	}
 	want := sl.host.shadow.Offset()
 	lo, hi := min(first, want), max(first, want)
@@ -650,16 +730,22 @@ func (l *lifecycle) measure(sl *slot, effect, slack time.Duration) (string, bool
 	case got > hi:
 		d = got - hi
 	}
-	if d > l.tol+slack {
+	tol := l.tol + half
+	within := ""
+	if half > 0 {
+		within = " ±" + scenario.FormatDuration(half)
+	}
+	if d > tol+slack {
+		msg := fmt.Sprintf("the process reads offset %s%s, want %s: the fault did not reach it as modelled", scenario.FormatDuration(got), within, scenario.FormatDuration(want))
 		if lo != hi {
-			return fmt.Sprintf("offset %s, want %s to %s", scenario.FormatDuration(got), scenario.FormatDuration(lo), scenario.FormatDuration(hi)), false
+			msg = fmt.Sprintf("the process reads offset %s%s, want %s to %s: the fault did not reach it as modelled", scenario.FormatDuration(got), within, scenario.FormatDuration(lo), scenario.FormatDuration(hi))
 		}
-		return fmt.Sprintf("offset %s, want %s", scenario.FormatDuration(got), scenario.FormatDuration(want)), false
+		return measurement{detail: msg, diag: diagnose()}
 	}
-	if max(effect, -effect) < 2*l.tol {
-		return fmt.Sprintf("offset %s: the fault's effect (%s) is below the measurement tolerance %s", scenario.FormatDuration(got), scenario.FormatDuration(effect), l.tol), false
+	if max(effect, -effect) < 2*tol {
+		return measurement{detail: fmt.Sprintf("offset %s%s: the fault's effect (%s) is below the measurement tolerance %s", scenario.FormatDuration(got), within, scenario.FormatDuration(effect), tol)}
 	}
-	return fmt.Sprintf("offset %s (want %s)", scenario.FormatDuration(got), scenario.FormatDuration(want)), true
+	return measurement{state: reached, detail: fmt.Sprintf("offset %s%s (want %s)", scenario.FormatDuration(got), within, scenario.FormatDuration(want))}
 }
 
 // storeOutage cuts the lease store off: for everyone, or for the named
@@ -789,6 +875,7 @@ func (l *lifecycle) handoff(fi int, sl *slot) {
 	f := l.s.Faults[fi]
 	if sl.node != nil {
 		_ = sl.node.Close()
+		l.collectViolations(sl.node, sl.name, sl.incarnation)
 		if ln, ok := sl.node.(target.LeaseNode); ok {
 			l.lease.gone = l.lease.gone.Add(ln.LeaseStats())
 		}

@@ -193,6 +193,12 @@ type Result struct {
 	// Error says why the run could not complete; the verdict is then
 	// unknown.
 	Error string `json:"error,omitempty"`
+	// Unknown lists why the run is unknown beyond its checks: a node
+	// incarnation that never served, a protocol violation.
+	Unknown []string `json:"unknown_reasons,omitempty"`
+	// Protocol lists the first protocol violations (Figures counts them
+	// all).
+	Protocol []ViolationResult `json:"protocol_violations,omitempty"`
 	// Stopped is true when --fail-fast stopped the run at a duplicate.
 	Stopped bool `json:"stopped,omitempty"`
 	// Checks are the invariants and expectations, in scenario order.
@@ -320,6 +326,8 @@ type Figures struct {
 	// LeaseOverruns counts IDs a leasing node issued while, by the lease
 	// store's clock, it held no unexpired lease on their worker ID.
 	LeaseOverruns uint64 `json:"lease_overruns,omitempty"`
+	// ProtocolViolations counts answers that broke the node's protocol.
+	ProtocolViolations int `json:"protocol_violations,omitempty"`
 }
 
 // LeaseResult says what a run's worker-ID leases did, summed over every
@@ -345,6 +353,12 @@ type FaultResult struct {
 	Confirmed bool     `json:"confirmed"`
 	// Detail says what was measured per node, e.g. "a: offset -5ms (want -5ms)".
 	Detail []string `json:"detail"`
+
+	// failed is set when a node's evidence showed the fault did not
+	// reach it (or could not be measured); pending counts the nodes whose
+	// evidence their IDs must still give (see reachWatch).
+	failed  bool
+	pending int
 }
 
 // WindowResult holds the figures of one fault window.
@@ -368,13 +382,26 @@ type WindowResult struct {
 type NodeResult struct {
 	// Name, Incarnation and Worker identify the issuer; the rest are its
 	// figures.
-	Name         string   `json:"name"`
-	Incarnation  int      `json:"incarnation"`
-	Worker       int64    `json:"worker"`
-	Requests     uint64   `json:"requests"`
-	IDs          uint64   `json:"ids"`
-	Duplicates   uint64   `json:"duplicates"`
-	Availability float64  `json:"availability"`
+	Name        string `json:"name"`
+	Incarnation int    `json:"incarnation"`
+	Worker      int64  `json:"worker"`
+	// Started says the incarnation's start succeeded: the harness sent it
+	// requests from StartedAt + ReadyAfter on (offsets from the run's
+	// start; ReadyAfter is how long the start took). One that started and
+	// issued no ID leaves the run unknown.
+	Started    bool     `json:"started"`
+	StartedAt  Duration `json:"started_at_seconds"`
+	ReadyAfter Duration `json:"ready_after_seconds"`
+	Requests   uint64   `json:"requests"`
+	IDs        uint64   `json:"ids"`
+	// FirstID and LastID are the offsets of the first and last call that
+	// returned IDs; nil when none did.
+	FirstID    *Duration `json:"first_id_at_seconds,omitempty"`
+	LastID     *Duration `json:"last_id_at_seconds,omitempty"`
+	Duplicates uint64    `json:"duplicates"`
+	// Availability is the share of its requests answered with IDs; nil
+	// when it had no request.
+	Availability *float64 `json:"availability"`
 	MaxWait      Duration `json:"max_wait_seconds"`
 	MaxLead      Duration `json:"max_lead_seconds"`
 	MaxLeadOwn   Duration `json:"max_lead_own_seconds"`

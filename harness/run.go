@@ -70,7 +70,20 @@ type run struct {
 		// overruns counts IDs issued outside the store's lease (see
 		// checkLease).
 		overruns uint64
+		// watches are the clock faults whose reach the IDs must show
+		// (evidence.go); inc the incarnations by issuer.
+		watches []*reachWatch
+		inc     []incStats
+		// violations are the protocol violations collected so far (the
+		// first maxViolationResults; violated counts them all), and
+		// seenViolations how many each node has reported.
+		violations     []ViolationResult
+		violated       int
+		seenViolations map[target.Node]int
 	}
+	// nwatch counts reach watches, so that calls skip the check without
+	// the lock while there are none.
+	nwatch atomic.Int64
 
 	// abort is set by the watchdog when the driver stalled: the driver
 	// stops at its next step.
@@ -299,6 +312,7 @@ func (r *run) pick(rng *rand.Rand) *slot {
 func (r *run) register(sl *slot) {
 	r.mu.Lock()
 	sl.issuer = r.mu.v.Register(verify.IssuerSpec{Name: sl.name, Incarnation: sl.incarnation, Worker: sl.worker, Layout: sl.spec.Layout})
+	r.noteStartLocked(sl.issuer, sl)
 	r.mu.Unlock()
 }
 
@@ -341,6 +355,9 @@ func (r *run) record(c *view, client int, arrive, end time.Duration, ids *idBuf,
 	}
 	r.mu.Lock()
 	f := ids.observe(r.mu.v, o)
+	if ids.len() > 0 {
+		r.noteIDsLocked(c.issuer, o.RefStart, o.RefEnd)
+	}
 	if r.mu.tl != nil {
 		r.mu.tl.call(sl, end, ids, err != nil, r.startNs+int64(end), f.Duplicates)
 	}
@@ -375,8 +392,15 @@ func (r *run) call(c *view, client int, arrive time.Duration, buf *idBuf, now fu
 	own := ownOffset(c)
 	err = buf.issue(target.WithClient(r.ctx, client), c.node)
 	end = now()
+	own2 := ownOffset(c)
 	r.checkLease(c, end, buf)
-	r.record(c, client, arrive, end, buf, err, max(own, ownOffset(c)))
+	r.record(c, client, arrive, end, buf, err, max(own, own2))
+	if r.nwatch.Load() > 0 {
+		r.observeReach(c, arrive, end, buf, own, own2)
+	}
+	if err != nil && protocolError(err) {
+		r.collectViolations(c.node, c.sl.name, c.incarnation)
+	}
 	return end, err
 }
 
@@ -438,6 +462,7 @@ func (r *run) finish(res *Result, events uint64) {
 	for _, sl := range r.slots {
 		if sl.node != nil {
 			_ = sl.node.Close()
+			r.collectViolations(sl.node, sl.name, sl.incarnation)
 			if ln, ok := sl.node.(target.LeaseNode); ok {
 				ls = ls.Add(ln.LeaseStats())
 			}
@@ -448,6 +473,7 @@ func (r *run) finish(res *Result, events uint64) {
 		}
 	}
 	judged := r.judge()
+	r.settleReach()
 	if re, ok := r.tgt.(target.RunEnder); ok {
 		_ = re.EndRun(context.Background(), r.runID) // best effort: leftover state does not change the verdict
 	}
@@ -460,6 +486,7 @@ func (r *run) finish(res *Result, events uint64) {
 	res.Faults = r.faults
 	res.Stopped = r.mu.stopped
 	fillFigures(res, vr, r.startNs)
+	fillIncarnations(res, r.mu.inc, r.startNs)
 	res.Figures.RefusedStarts = len(r.lease.refused)
 	res.Figures.Rebinds = r.lease.rebinds
 	res.Figures.LeaseOverruns = r.mu.overruns
@@ -482,6 +509,7 @@ func (r *run) finish(res *Result, events uint64) {
 	if judged != nil {
 		res.Checks = append(res.Checks, judgeCheck(*judged, res.Figures))
 	}
+	judgeEvidence(res, r.mu.violated, r.mu.violations)
 	res.Verdict = Pass
 	counted := 0
 	for _, c := range res.Checks {
@@ -490,8 +518,8 @@ func (r *run) finish(res *Result, events uint64) {
 			res.Verdict = worse(res.Verdict, c.Verdict)
 		}
 	}
-	if counted == 0 {
-		res.Verdict = Unknown
+	if counted == 0 || len(res.Unknown) > 0 {
+		res.Verdict = worse(res.Verdict, Unknown)
 	}
 	if vr.IDs == 0 && res.Error == "" {
 		// Every invariant holds vacuously over no IDs: that proves nothing.
@@ -509,6 +537,41 @@ func (r *run) finish(res *Result, events uint64) {
 }
 
 func round4(f float64) float64 { return float64(int64(f*1e6+0.5)) / 1e6 }
+
+// availability is a node incarnation's availability, nil without a
+// request (an incarnation asked nothing proved nothing).
+func availability(c verify.Calls) *float64 {
+	if c.Total == 0 {
+		return nil
+	}
+	a := round4(c.Availability())
+	return &a
+}
+
+// fillIncarnations adds what the harness knows of each node incarnation
+// beyond its calls (inc, by issuer) to the result's node rows.
+func fillIncarnations(res *Result, inc []incStats, startNs int64) {
+	type key struct {
+		name string
+		inc  int
+	}
+	byRef := make(map[key]incStats, len(inc))
+	for _, st := range inc {
+		byRef[key{st.name, st.incarnation}] = st
+	}
+	for i := range res.Nodes {
+		nr := &res.Nodes[i]
+		st, ok := byRef[key{nr.Name, nr.Incarnation}]
+		if !ok {
+			continue
+		}
+		nr.Started, nr.StartedAt, nr.ReadyAfter = st.started, Duration(st.startedAt), Duration(st.readyAt-st.startedAt)
+		if st.firstID != 0 {
+			f, l := Duration(st.firstID-startNs), Duration(st.lastID-startNs)
+			nr.FirstID, nr.LastID = &f, &l
+		}
+	}
+}
 
 // fillFigures copies the verifier's figures into the result.
 func fillFigures(res *Result, vr verify.Result, startNs int64) {
@@ -529,7 +592,7 @@ func fillFigures(res *Result, vr verify.Result, startNs int64) {
 		res.Nodes = append(res.Nodes, NodeResult{
 			Name: is.Name, Incarnation: is.Incarnation, Worker: is.Worker,
 			Requests: is.Calls.Total, IDs: is.IDs, Duplicates: is.Duplicates,
-			Availability: round4(is.Calls.Availability()), MaxWait: Duration(is.MaxWait), MaxLead: Duration(is.MaxLead),
+			Availability: availability(is.Calls), MaxWait: Duration(is.MaxWait), MaxLead: Duration(is.MaxLead),
 			MaxLeadOwn: Duration(is.MaxLeadOwn),
 		})
 	}

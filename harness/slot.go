@@ -40,6 +40,9 @@ type slot struct {
 	nm          *telemetry.NodeMetrics
 	downReason  string
 	armed       int // restart fault index + 1 whose crash point is armed; 0: none
+	// startedAt and readyAt are the offsets at which the current
+	// incarnation's start began and returned.
+	startedAt, readyAt time.Duration
 
 	view atomic.Pointer[view]
 }

@@ -1,7 +1,8 @@
 // stdio wrapper: node stdio.js <generator>, worker ID in $WORKER_ID.
 // Prints "ready", then answers each request line "N" with N lines: an ID
 // each, or "refused: <message>" where the generator throws (which ends
-// that answer).
+// that answer); and the request "time" with its clock reading (Date.now()),
+// the evidence that a clock fault reached it.
 'use strict';
 const generators = require('./generators');
 
@@ -27,6 +28,10 @@ process.stdin.on('data', (chunk) => {
   while ((i = buf.indexOf('\n')) >= 0) {
     const line = buf.slice(0, i).trim();
     buf = buf.slice(i + 1);
+    if (line === 'time') {
+      process.stdout.write(`${Date.now()}\n`);
+      continue;
+    }
     const n = Number.parseInt(line, 10);
     if (!(n >= 1 && n <= MAX)) {
       process.stdout.write(`error: request ${JSON.stringify(line)}: want a count 1..${MAX}\n`);

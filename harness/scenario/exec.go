@@ -57,6 +57,15 @@ type Exec struct {
 	Clock string
 	// GoBuild is the Go package built with the overlay when Clock is "go".
 	GoBuild string
+	// Time says whether the process answers a clock reading of its own,
+	// the evidence a clock fault reached it: "auto" (stdio: asked once at
+	// the first start, and used when the answer is a clock reading; http:
+	// on when TimeURL is set), "on" (required: a process that does not
+	// answer fails to start) or "off".
+	Time string
+	// TimeRequest is the stdio request line that asks for the reading
+	// (default "time"); TimeURL the HTTP URL that answers it (http).
+	TimeRequest, TimeURL string
 	// Timeout bounds one request; StartTimeout a process's start.
 	Timeout, StartTimeout time.Duration
 	// MaxBatch is the most IDs one request asks for.
@@ -84,6 +93,10 @@ const (
 	ClockFaketime = "faketime"
 	ClockGo       = "go"
 	ClockNone     = "none"
+
+	TimeAuto = "auto"
+	TimeOn   = "on"
+	TimeOff  = "off"
 )
 
 // Bounds of an exec block.
@@ -95,7 +108,7 @@ const (
 )
 
 var (
-	execKeys       = []string{"command", "dir", "env", "protocol", "request", "ready", "url", "format", "field", "id", "clock", "go_build", "timeout", "start_timeout", "max_batch"}
+	execKeys       = []string{"command", "dir", "env", "protocol", "request", "ready", "url", "format", "field", "id", "clock", "go_build", "time", "time_request", "time_url", "timeout", "start_timeout", "max_batch"}
 	envNameRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	placeholderRE  = regexp.MustCompile(`\{[^{}]*\}`)
 	execHolders    = []string{"{worker}", "{node}", "{port}", "{bin}"}
@@ -105,7 +118,7 @@ var (
 // exec parses a target's exec block.
 func (p *parser) exec(n *yaml.Node, path string) *Exec {
 	m := p.mapping(n, path, execKeys...)
-	x := &Exec{Line: max(n.Line, 1), Protocol: ProtocolStdio, Request: "{n}", Format: FormatLines, ID: IDDecimal, Clock: ClockFaketime,
+	x := &Exec{Line: max(n.Line, 1), Protocol: ProtocolStdio, Request: "{n}", Format: FormatLines, ID: IDDecimal, Clock: ClockFaketime, Time: TimeAuto, TimeRequest: "time",
 		Timeout: 10 * time.Second, StartTimeout: 20 * time.Second, MaxBatch: 10_000}
 	str := func(key string, holders []string) (string, *yaml.Node, bool) {
 		e, ok := m[key]
@@ -206,15 +219,29 @@ func (p *parser) exec(n *yaml.Node, path string) *Exec {
 		}
 		x.Ready = v
 	}
-	if v, node, ok := str("url", requestHolders); ok {
-		x.URL = v
+	loopback := func(key, v string, node *yaml.Node, example string) {
 		u, err := url.Parse(strings.NewReplacer("{n}", "1", "{port}", "1", "{worker}", "1", "{node}", "a", "{bin}", "b").Replace(v))
 		switch {
 		case err != nil || u.Scheme != "http" || u.Host == "":
-			p.errorf(node, path+".url", "want an http:// URL such as http://127.0.0.1:{port}/ids?count={n}, found %q", v)
+			p.errorf(node, path+"."+key, "want an http:// URL such as %s, found %q", example, v)
 		case u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost" && u.Hostname() != "::1":
-			p.errorf(node, path+".url", "host %q: the exec target talks to its children on loopback only (127.0.0.1)", u.Hostname())
+			p.errorf(node, path+"."+key, "host %q: the exec target talks to its children on loopback only (127.0.0.1)", u.Hostname())
 		}
+	}
+	if v, node, ok := str("url", requestHolders); ok {
+		x.URL = v
+		loopback("url", v, node, "http://127.0.0.1:{port}/ids?count={n}")
+	}
+	choice("time", &x.Time, TimeAuto, TimeOn, TimeOff)
+	if v, node, ok := str("time_request", execHolders); ok {
+		if strings.ContainsAny(v, "\n\r") || v == "" {
+			p.errorf(node, path+".time_request", "want one non-empty line")
+		}
+		x.TimeRequest = v
+	}
+	if v, node, ok := str("time_url", execHolders); ok {
+		x.TimeURL = v
+		loopback("time_url", v, node, "http://127.0.0.1:{port}/time")
 	}
 	if v, _, ok := str("field", nil); ok {
 		x.Field = v
@@ -246,6 +273,16 @@ func (p *parser) exec(n *yaml.Node, path string) *Exec {
 	}
 	if x.Format != FormatJSONField && x.Field != "" {
 		p.errorf(m["field"].key, path+".field", "only the json-field format takes a field (format is %s)", x.Format)
+	}
+	switch {
+	case x.Protocol == ProtocolStdio && x.TimeURL != "":
+		p.errorf(m["time_url"].key, path+".time_url", "the stdio protocol asks for the time on stdin (time_request); time_url is for protocol: http")
+	case x.Protocol == ProtocolHTTP && m["time_request"].key != nil:
+		p.errorf(m["time_request"].key, path+".time_request", "the http protocol asks for the time at time_url; time_request is for protocol: stdio")
+	case x.Protocol == ProtocolHTTP && x.Time == TimeOn && x.TimeURL == "":
+		p.errorf(m["time"].key, path+".time", "time: on over http needs time_url, the URL that answers the process's clock reading")
+	case x.Time == TimeOff && (x.TimeURL != "" || m["time_request"].key != nil):
+		p.errorf(m["time"].key, path+".time", "time: off, but the block says how to ask for the time: drop one or the other")
 	}
 	if x.Clock == ClockGo && x.GoBuild == "" {
 		p.errorf(n, path+".go_build", "missing: clock: go rebuilds the program from source: name its Go package (go_build: ./cmd/x)")

@@ -293,10 +293,60 @@ type StopOptions struct {
 type ClockControl interface {
 	// Apply injects the fault now.
 	Apply(ctx context.Context, f faults.Fault) error
-	// Offset returns the host clock's current offset: its wall reading
-	// minus true time. The harness compares it before and after a fault
-	// to confirm the fault took effect.
+	// Offset returns the host clock's current offset as the node itself
+	// reads it: its wall reading minus true time. The harness compares it
+	// before and after a fault to confirm the fault took effect, so it
+	// must come from the node's own evidence, never from a process beside
+	// it. An error wrapping ErrNotReached says the fault cannot have
+	// reached the node; one wrapping ErrNoReading says the node offers no
+	// reading of its own (the harness then looks for the faulted time in
+	// the IDs it issues).
 	Offset(ctx context.Context) (time.Duration, error)
+}
+
+// Bracketed is implemented by a ClockControl whose readings come from a
+// round trip to a process: OffsetWithin returns the offset and the
+// half-width of the interval of true time the reading was taken in, which
+// the harness adds to its tolerance (and which the fault's effect must
+// stand above).
+type Bracketed interface {
+	ClockControl
+	// OffsetWithin is Offset with the reading's half-width.
+	OffsetWithin(ctx context.Context) (off, half time.Duration, err error)
+}
+
+// Diagnoser is implemented by a ClockControl that can describe how a fault
+// looks from beside the node (a clock probe under the same interposer): a
+// diagnostic for the report when the node's own evidence is missing or
+// disagrees, never evidence that the fault reached the node.
+type Diagnoser interface {
+	// Diagnose returns one line saying what the probe beside the node
+	// reads, or why it cannot.
+	Diagnose(ctx context.Context) string
+}
+
+// Witness is implemented by nodes whose process the harness did not write:
+// they keep what the process showed of itself that the harness judges a
+// run by beyond its IDs.
+type Witness interface {
+	// Violations returns the protocol violations of the node's processes
+	// from the i-th on (0: all), oldest first; the harness reads them
+	// after failed calls, after every stop and once the node is closed.
+	Violations(i int) []Violation
+}
+
+// Violation is an answer that broke the exec protocol: a line that is
+// neither an ID of the declared kind nor a refusal, more or fewer lines
+// or IDs than asked, an over-long line, output nobody asked for. A stdio
+// process is killed at its first violation (its pipe is out of step); a
+// run with a violation is never a pass.
+type Violation struct {
+	// Process numbers the node's processes from 0 (restarts count up).
+	Process int
+	// PID is the process's ID.
+	PID int
+	// Detail says what was wrong, quoting the offending text (clipped).
+	Detail string
 }
 
 // Errors.
@@ -307,6 +357,13 @@ var (
 	ErrUnsupported = errors.New("target: unsupported")
 	// ErrUnknown: no target of that name is registered.
 	ErrUnknown = errors.New("target: unknown target")
+	// ErrProtocol: a node's answer broke its protocol (see Violation).
+	ErrProtocol = errors.New("target: protocol violation")
+	// ErrNotReached: a fault cannot have reached the node's process (the
+	// interposer that carries clock faults is not loaded in it).
+	ErrNotReached = errors.New("target: the fault cannot reach the process")
+	// ErrNoReading: the node offers no clock reading of its own.
+	ErrNoReading = errors.New("target: the process answers no clock reading")
 )
 
 var registry = struct {

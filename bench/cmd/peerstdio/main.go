@@ -46,6 +46,11 @@ func main() {
 	fmt.Fprintln(out, "ready")
 	out.Flush()
 	for in.Scan() {
+		if strings.TrimSpace(in.Text()) == "time" { // the process's own clock reading
+			fmt.Fprintln(out, time.Now().UnixNano())
+			out.Flush()
+			continue
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(in.Text()))
 		if err != nil || n < 1 || n > 1_000_000 {
 			fmt.Fprintf(out, "error: request %q: want a count 1..1000000\n", in.Text())

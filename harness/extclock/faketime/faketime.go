@@ -28,12 +28,14 @@ package faketime
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/snowchaos/snowchaos/harness/extclock"
 )
@@ -198,3 +200,38 @@ func RemoveShm(pid int) {
 // clock (Time::HiRes, microseconds) for every line it reads. (bash's
 // $EPOCHREALTIME is not a choice: libfaketime does not reach it.)
 var ProbeCommand = []string{"perl", "-MTime::HiRes=time", "-e", `$| = 1; while (<STDIN>) { printf "%.6f\n", time }`}
+
+// StartTime returns the real time (Unix ns) libfaketime's clock rates are
+// anchored on in the processes that descend from pid, the first process
+// started under the library: its constructor writes that instant into
+// the shared memory it creates (/dev/shm/faketime_shm_<pid>), and every
+// process that inherits the environment (a wrapper's exec, a child)
+// takes it from there instead of its own start. The struct is laid out as
+// Debian's 0.9.10 (and later) declares it: two 64-bit counters, then the
+// start time's CLOCK_REALTIME timespec. The segment is mapped rather than
+// read: the library sizes it to its first counter only and keeps the rest
+// in the mapping's page.
+//
+// An error says the segment does not exist (the process never loaded the
+// library: a statically linked program, or one that cleared LD_PRELOAD)
+// or holds no start time yet.
+func StartTime(pid int) (int64, error) {
+	path := filepath.Join(ShmDir, "faketime_shm_"+strconv.Itoa(pid))
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("faketime: %w", err)
+	}
+	defer f.Close()
+	const size = 80 // sizeof(struct ft_shared_s) on linux/amd64 and arm64
+	b, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return 0, fmt.Errorf("faketime: mapping %s: %w", path, err)
+	}
+	defer syscall.Munmap(b)
+	sec := int64(binary.LittleEndian.Uint64(b[16:]))
+	nsec := int64(binary.LittleEndian.Uint64(b[24:]))
+	if nsec < 0 || nsec >= 1e9 || sec <= 0 {
+		return 0, fmt.Errorf("faketime: %s holds no start time yet (%d s %d ns)", path, sec, nsec)
+	}
+	return sec*1e9 + nsec, nil
+}

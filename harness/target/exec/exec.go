@@ -20,6 +20,7 @@
 package exec
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,6 +111,12 @@ func (t *Target) Start(ctx context.Context, spec target.NodeSpec, env target.Env
 	dir, err := os.MkdirTemp("", "snowchaos-exec-"+sanitize(spec.Host)+"-")
 	if err != nil {
 		return nil, err
+	}
+	if x.TimeRequest == "" || x.Time == "" { // a block not made by the parser
+		c := *x
+		c.TimeRequest = cmp.Or(c.TimeRequest, "time")
+		c.Time = cmp.Or(c.Time, scenario.TimeAuto)
+		x = &c
 	}
 	n := &node{spec: spec, x: x, kind: x.IDKind(), dir: dir}
 	n.mu.worker = -1

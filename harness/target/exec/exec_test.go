@@ -28,7 +28,7 @@ func spec(x *scenario.Exec) target.NodeSpec {
 // block returns an exec block with the parser's defaults.
 func block(cmd ...string) *scenario.Exec {
 	return &scenario.Exec{Command: cmd, Dir: ".", Protocol: scenario.ProtocolStdio, Request: "{n}", Format: scenario.FormatLines,
-		ID: scenario.IDDecimal, Clock: scenario.ClockFaketime, Timeout: 2 * time.Second, StartTimeout: 5 * time.Second, MaxBatch: 100}
+		ID: scenario.IDDecimal, Clock: scenario.ClockFaketime, Time: scenario.TimeAuto, TimeRequest: "time", Timeout: 2 * time.Second, StartTimeout: 5 * time.Second, MaxBatch: 100}
 }
 
 // TestGoBinaryRefused: a Go binary on the libfaketime route is refused
@@ -46,8 +46,8 @@ func TestGoBinaryRefused(t *testing.T) {
 
 // TestWideIDs: a node whose exec block says id: uuidv7 answers 128-bit
 // IDs through IssueWide, parsed in one step; a call for another kind fails
-// with ErrUnsupported, and an answer of the wrong version is an error
-// naming the value.
+// with ErrUnsupported, and an answer of the wrong version is a protocol
+// violation naming the value, after which the process no longer serves.
 func TestWideIDs(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(dir, "gen.sh")
@@ -83,8 +83,14 @@ func TestWideIDs(t *testing.T) {
 		t.Fatalf("embedded ms %#x, want 0x01890a5dac96", dst[0].UnixMilli())
 	}
 	k, err = n.IssueWide(ctx, dst[:1])
-	if k != 0 || !errors.Is(err, verify.ErrInvalidID) || !strings.Contains(err.Error(), "version 4, want 7") || !strings.Contains(err.Error(), "01890a5d-ac96-474b") {
-		t.Fatalf("IssueWide of a UUIDv4 on a uuidv7 node = %d, %v; want the version error naming the value", k, err)
+	if k != 0 || !errors.Is(err, target.ErrProtocol) || !strings.Contains(err.Error(), "version 4, want 7") || !strings.Contains(err.Error(), "01890a5d-ac96-474b") {
+		t.Fatalf("IssueWide of a UUIDv4 on a uuidv7 node = %d, %v; want a protocol violation naming the value and the version", k, err)
+	}
+	if vs := nd.(target.Witness).Violations(0); len(vs) != 1 || !strings.Contains(vs[0].Detail, "line 1 of the answer") {
+		t.Fatalf("Violations = %+v, want the one violation", vs)
+	}
+	if _, err := n.IssueWide(ctx, dst[:1]); !errors.Is(err, target.ErrStopped) || !strings.Contains(err.Error(), "protocol violation") {
+		t.Fatalf("IssueWide after a violation = %v, want ErrStopped naming the violation", err)
 	}
 }
 

@@ -1,17 +1,13 @@
 package exec
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,12 +15,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/extclock"
 	"github.com/snowchaos/snowchaos/harness/extclock/faketime"
 	"github.com/snowchaos/snowchaos/harness/extclock/goclock"
-	"github.com/snowchaos/snowchaos/harness/proclog"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/verify"
@@ -32,6 +26,9 @@ import (
 
 // realClock is the true time the host clocks are faulted from.
 var realClock = generator.SystemClock()
+
+// maxViolations bounds the violations a node keeps (the count goes on).
+const maxViolations = 100
 
 // node is one host and the process running the command on it.
 type node struct {
@@ -53,32 +50,42 @@ type node struct {
 	mu struct {
 		sync.Mutex
 		p      *proc
+		procs  int // processes started so far
 		worker int64
 		closed bool
+		// clock says whether the processes answer the time request:
+		// decided at the first start (time: auto), fixed after.
+		clock    clockAnswer
+		clockWhy string // why not, for the report
+		// violations are the protocol violations so far (at most
+		// maxViolations; violated counts them all).
+		violations []target.Violation
+		violated   int
 	}
 }
 
-var _ target.WideNode = (*node)(nil)
+// clockAnswer is whether a node's processes answer the time request.
+type clockAnswer int
 
-// proc is one running process of the node.
-type proc struct {
-	cmd    *osexec.Cmd
-	exited chan struct{}
-	stderr proclog.Tail
-	port   int
-	// stdio
-	io  sync.Mutex // one request at a time
-	in  io.WriteCloser
-	out *bufio.Reader
-	// http
-	client *http.Client
-}
+const (
+	clockUndecided clockAnswer = iota
+	clockYes
+	clockNo
+)
+
+var (
+	_ target.WideNode = (*node)(nil)
+	_ target.Witness  = (*node)(nil)
+)
 
 // expand fills the placeholders of s.
 func (n *node) expand(s string, port, count int) string {
 	return strings.NewReplacer("{worker}", strconv.FormatInt(n.spec.Worker, 10), "{node}", n.spec.Name,
 		"{port}", strconv.Itoa(port), "{bin}", n.bin, "{n}", strconv.Itoa(count)).Replace(s)
 }
+
+// stdio reports whether the node talks to its processes over stdio.
+func (n *node) stdio() bool { return n.x.Protocol == scenario.ProtocolStdio }
 
 // Start implements target.Node: a new process on the host, reading the
 // host clock's current state.
@@ -91,9 +98,24 @@ func (n *node) Start(ctx context.Context) error {
 	if n.mu.p != nil {
 		return nil
 	}
-	port, err := freePort()
+	p, err := n.startLocked(ctx)
 	if err != nil {
 		return err
+	}
+	if n.mu.clock == clockUndecided {
+		if p, err = n.decideClockLocked(ctx, p); err != nil {
+			return err
+		}
+	}
+	n.mu.p, n.mu.worker = p, n.spec.Worker
+	return nil
+}
+
+// startLocked starts one process and waits until it is ready.
+func (n *node) startLocked(ctx context.Context) (*proc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
 	}
 	argv := make([]string, len(n.x.Command))
 	for i, a := range n.x.Command {
@@ -109,41 +131,32 @@ func (n *node) Start(ctx context.Context) error {
 	case scenario.ClockGo:
 		env = append(env, n.clockEnv...)
 	}
-	cmd := osexec.Command(argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = n.x.Dir, env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its children die with it
-	p := &proc{cmd: cmd, exited: make(chan struct{}), port: port}
+	p, childIn, childOut, err := newProc(n.mu.procs, argv, env, n.x.Dir, n.stdio(), n.x.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	p.port = port
 	p.stderr.Prefix = "[" + n.spec.Host + "] "
-	cmd.Stderr = &p.stderr
-	var stdout io.ReadCloser
-	if n.x.Protocol == scenario.ProtocolStdio {
-		if p.in, err = cmd.StdinPipe(); err != nil {
-			return err
-		}
-		if stdout, err = cmd.StdoutPipe(); err != nil {
-			return err
-		}
-		p.out = bufio.NewReaderSize(stdout, 64<<10)
-	} else {
-		p.client = &http.Client{Timeout: n.x.Timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	if err := p.start(childIn, childOut); err != nil {
+		return nil, fmt.Errorf("node %s: starting %s: %w", n.spec.Name, argv[0], err)
 	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("node %s: starting %s: %w", n.spec.Name, argv[0], err)
-	}
-	started, _ := realClock.Now()
+	n.mu.procs++
 	if n.file != nil {
-		n.file.SetStart(started)
+		n.file.SetStart(p.started) // an estimate until the library's own is read below
 	}
-	go func() {
-		cmd.Wait()
-		close(p.exited)
-	}()
 	if err := n.waitReady(ctx, p); err != nil {
-		n.kill(p)
-		return fmt.Errorf("node %s: %s %v; stderr:\n%s", n.spec.Name, argv[0], err, p.stderr.String())
+		p.kill()
+		n.cleanup(p)
+		return nil, fmt.Errorf("node %s: %s %v; stderr:\n%s", n.spec.Name, argv[0], err, p.stderr.String())
 	}
-	n.mu.p, n.mu.worker = p, n.spec.Worker
-	return nil
+	if n.file != nil {
+		// libfaketime anchors clock rates on the instant its constructor
+		// ran in the first process of the command; read it exactly.
+		if s, err := faketime.StartTime(p.pid()); err == nil {
+			n.file.SetStart(s)
+		}
+	}
+	return p, nil
 }
 
 // waitReady waits, bounded by StartTimeout, for the ready line (stdio) or
@@ -151,49 +164,94 @@ func (n *node) Start(ctx context.Context) error {
 func (n *node) waitReady(ctx context.Context, p *proc) error {
 	ctx, cancel := context.WithTimeout(ctx, n.x.StartTimeout)
 	defer cancel()
-	done := make(chan error, 1)
 	switch {
 	case n.x.Protocol == scenario.ProtocolHTTP:
-		go func() {
-			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))
-			for ctx.Err() == nil {
-				c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-				if err == nil {
-					c.Close()
-					done <- nil
-					return
-				}
-				select {
-				case <-ctx.Done():
-				case <-time.After(5 * time.Millisecond):
-				}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))
+		for {
+			c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+			if err == nil {
+				c.Close()
+				return nil
 			}
-		}()
+			select {
+			case <-p.exited:
+				return fmt.Errorf("exited before it was ready (%s)", p.cmd.ProcessState)
+			case <-ctx.Done():
+				return fmt.Errorf("was not ready within %s", n.x.StartTimeout)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
 	case n.x.Ready != "":
-		go func() {
-			for {
-				line, err := p.out.ReadString('\n')
-				if err != nil {
-					done <- fmt.Errorf("printed no %q line: %v", n.x.Ready, err)
-					return
+		for {
+			select {
+			case l, ok := <-p.lines:
+				if !ok {
+					<-p.exited
+					return fmt.Errorf("printed no %q line before it exited (%s)", n.x.Ready, p.cmd.ProcessState)
 				}
-				if strings.TrimRight(line, "\r\n") == n.x.Ready {
-					done <- nil
-					return
+				if l.text == n.x.Ready {
+					return nil
 				}
+			case <-ctx.Done():
+				return fmt.Errorf("was not ready within %s", n.x.StartTimeout)
 			}
-		}()
-	default:
-		return nil // the first request waits for it
+		}
 	}
-	select {
-	case err := <-done:
-		return err
-	case <-p.exited:
-		return fmt.Errorf("exited before it was ready (%s)", p.cmd.ProcessState)
-	case <-ctx.Done():
-		return fmt.Errorf("was not ready within %s", n.x.StartTimeout)
+	return nil // the first request waits for it
+}
+
+// decideClockLocked asks the first process, once, whether it answers the
+// time request (time: auto), or requires it to (time: on). A process left
+// out of step by the question (no answer in time) is replaced by a fresh
+// one that is never asked.
+func (n *node) decideClockLocked(ctx context.Context, p *proc) (*proc, error) {
+	if n.x.Time == scenario.TimeOff || (!n.stdio() && n.x.TimeURL == "") || n.host == nil {
+		n.mu.clock = clockNo
+		switch {
+		case n.host == nil:
+			n.mu.clockWhy = "clock: none"
+		case n.x.Time == scenario.TimeOff:
+			n.mu.clockWhy = "time: off in the exec block"
+		default:
+			n.mu.clockWhy = "the exec block names no time_url"
+		}
+		return p, nil
 	}
+	wait := min(n.x.Timeout, 2*time.Second)
+	r, err := n.reading(ctx, p, wait)
+	if err == nil {
+		model := r.mid() + int64(n.host.Clock.Offset())
+		if d := time.Duration(r.wall - model); d > 24*time.Hour || d < -24*time.Hour {
+			err = fmt.Errorf("%w: %s is %s away from the host clock", ErrNotReading, time.Unix(0, r.wall).UTC().Format(time.RFC3339Nano), d.Round(time.Millisecond))
+		}
+	}
+	if err == nil {
+		n.mu.clock = clockYes
+		return p, nil
+	}
+	what := n.timeAsk()
+	if n.x.Time == scenario.TimeOn {
+		p.kill()
+		n.cleanup(p)
+		return nil, fmt.Errorf("node %s: time: on, but the process does not answer %s with its clock reading: %v", n.spec.Name, what, err)
+	}
+	n.mu.clock, n.mu.clockWhy = clockNo, fmt.Sprintf("the process does not answer %s with its clock reading (%v)", what, err)
+	if errors.Is(err, ErrHung) || p.usable() != nil {
+		// No answer in time (or the question ended the process): its
+		// pipe may be out of step. Start afresh, never asking again.
+		p.kill()
+		n.cleanup(p)
+		return n.startLocked(ctx)
+	}
+	return p, nil
+}
+
+// timeAsk names how the node asks for a clock reading.
+func (n *node) timeAsk() string {
+	if n.stdio() {
+		return fmt.Sprintf("the request %q", n.x.TimeRequest)
+	}
+	return n.x.TimeURL
 }
 
 // Issue implements target.Node: requests of at most MaxBatch IDs until
@@ -262,18 +320,32 @@ func (d ids) put(i int, v verify.Value) {
 	}
 }
 
+// current returns the running process, or why there is none.
+func (n *node) current() (*proc, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.p == nil {
+		return nil, target.ErrStopped
+	}
+	return n.mu.p, nil
+}
+
 // issue sends requests of at most MaxBatch IDs until dst is full or the
 // process refuses.
 func (n *node) issue(ctx context.Context, dst ids) (int, error) {
-	n.mu.Lock()
-	p := n.mu.p
-	n.mu.Unlock()
-	if p == nil {
-		return 0, target.ErrStopped
+	p, err := n.current()
+	if err != nil {
+		return 0, err
 	}
 	got, total := 0, dst.len()
 	for got < total {
-		k, err := n.request(ctx, p, dst.slice(got, min(total, got+n.x.MaxBatch)))
+		part := dst.slice(got, min(total, got+n.x.MaxBatch))
+		var k int
+		if n.stdio() {
+			k, err = n.exchange(ctx, p, part)
+		} else {
+			k, err = n.requestHTTP(ctx, p, part)
+		}
 		got += k
 		if err != nil {
 			return got, err
@@ -282,128 +354,46 @@ func (n *node) issue(ctx context.Context, dst ids) (int, error) {
 	return got, nil
 }
 
-// request asks the process for dst.len() IDs, once.
-func (n *node) request(ctx context.Context, p *proc, dst ids) (int, error) {
-	if n.x.Protocol == scenario.ProtocolHTTP {
-		return n.requestHTTP(ctx, p, dst)
+// violate records a protocol violation of process p and returns the
+// call's error. A stdio process is killed: its pipe is out of step, so no
+// later line could be matched to its request.
+func (n *node) violate(p *proc, detail string) error {
+	n.mu.Lock()
+	n.mu.violated++
+	if len(n.mu.violations) < maxViolations {
+		n.mu.violations = append(n.mu.violations, target.Violation{Process: p.idx, PID: p.pid(), Detail: detail})
 	}
-	p.io.Lock()
-	defer p.io.Unlock()
-	type res struct {
-		k   int
-		err error
+	n.mu.Unlock()
+	if n.stdio() {
+		p.markDown("process " + strconv.Itoa(p.pid()) + " was killed after a protocol violation")
+		p.kill()
+		n.cleanup(p)
 	}
-	ch := make(chan res, 1)
-	go func() {
-		k, err := n.exchange(p, dst)
-		ch <- res{k, err}
-	}()
-	t := time.NewTimer(n.x.Timeout)
-	defer t.Stop()
-	select {
-	case r := <-ch:
-		if r.err != nil && errors.Is(r.err, io.EOF) {
-			select {
-			case <-p.exited:
-				return r.k, fmt.Errorf("exec: node %s: process exited (%s); stderr:\n%s", n.spec.Name, p.cmd.ProcessState, p.stderr.String())
-			case <-time.After(time.Second):
-			}
-		}
-		return r.k, r.err
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	// The pipe is out of step with the requests now: the process goes.
-	n.kill(p)
-	<-ch
-	return 0, fmt.Errorf("%w (node %s, %s)", ErrHung, n.spec.Name, n.x.Timeout)
+	return fmt.Errorf("%w: exec: node %s: %s", target.ErrProtocol, n.spec.Name, detail)
 }
 
-// exchange writes one request line and reads the answer lines.
-func (n *node) exchange(p *proc, dst ids) (int, error) {
-	count := dst.len()
-	if _, err := io.WriteString(p.in, n.expand(n.x.Request, p.port, count)+"\n"); err != nil {
-		return 0, fmt.Errorf("exec: node %s: writing the request: %w", n.spec.Name, err)
+// Violations implements target.Witness.
+func (n *node) Violations(i int) []target.Violation {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if i >= len(n.mu.violations) {
+		return nil
 	}
-	for i := range count {
-		line, err := p.out.ReadSlice('\n')
-		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				return i, fmt.Errorf("exec: node %s: an answer line longer than 64 KiB", n.spec.Name)
-			}
-			return i, fmt.Errorf("exec: node %s: reading the answer: %w", n.spec.Name, err)
-		}
-		s := strings.TrimRight(string(line), "\r\n")
-		if msg, ok := answerError(s); ok {
-			return i, fmt.Errorf("exec: node %s %s", n.spec.Name, msg)
-		}
-		id, err := ParseID(n.kind, s)
-		if err != nil {
-			return i, fmt.Errorf("exec: node %s: %w", n.spec.Name, err)
-		}
-		dst.put(i, id)
-	}
-	return count, nil
+	return append([]target.Violation(nil), n.mu.violations[i:]...)
 }
 
-// answerError recognises a "refused: ..." or "error: ..." answer line.
-func answerError(s string) (string, bool) {
-	for _, pre := range []string{"refused:", "error:"} {
-		if strings.HasPrefix(s, pre) {
-			return strings.TrimSuffix(pre, ":") + ": " + strings.TrimSpace(s[len(pre):]), true
-		}
-	}
-	return "", false
+// ClockAnswer says whether the node's processes answer the time request,
+// and why not.
+func (n *node) ClockAnswer() (bool, string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.clock == clockYes, n.mu.clockWhy
 }
-
-// requestHTTP asks over HTTP.
-func (n *node) requestHTTP(ctx context.Context, p *proc, dst ids) (int, error) {
-	count := dst.len()
-	u := n.expand(n.x.URL, p.port, count)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("exec: node %s: %w", n.spec.Name, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return 0, fmt.Errorf("exec: node %s: reading %s: %w", n.spec.Name, u, err)
-	}
-	if len(body) > maxBody {
-		return 0, fmt.Errorf("exec: node %s: %s answered more than %d bytes", n.spec.Name, u, maxBody)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("exec: node %s: refused: %s answered %s: %.200s", n.spec.Name, u, resp.Status, body)
-	}
-	got, err := ParseResponse(n.x.Format, n.x.Field, body)
-	if err != nil {
-		return 0, fmt.Errorf("exec: node %s: %s: %w", n.spec.Name, u, err)
-	}
-	if len(got) > count {
-		return 0, fmt.Errorf("exec: node %s: asked for %d IDs, got %d", n.spec.Name, count, len(got))
-	}
-	for i, s := range got {
-		id, err := ParseID(n.kind, s)
-		if err != nil {
-			return i, fmt.Errorf("exec: node %s: %w", n.spec.Name, err)
-		}
-		dst.put(i, id)
-	}
-	if len(got) < count {
-		return len(got), fmt.Errorf("exec: node %s: asked for %d IDs, got %d", n.spec.Name, count, len(got))
-	}
-	return len(got), nil
-}
-
-// maxBody bounds an HTTP answer.
-const maxBody = 64 << 20
 
 // Stop implements target.Node: kill -9 (the process group), or SIGTERM
 // and up to 10 s when graceful. Nothing persists on the host but its clock.
+// After a graceful stop, output the process left unread is a protocol
+// violation; after kill -9 it is not judged (an answer may have been cut).
 func (n *node) Stop(ctx context.Context, o target.StopOptions) error {
 	n.mu.Lock()
 	p := n.mu.p
@@ -413,30 +403,41 @@ func (n *node) Stop(ctx context.Context, o target.StopOptions) error {
 		return nil
 	}
 	if o.Graceful {
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		syscall.Kill(-p.pid(), syscall.SIGTERM)
 		select {
 		case <-p.exited:
+			n.leftover(p, p.drain)
 			n.cleanup(p)
 			return nil
 		case <-time.After(10 * time.Second):
 		case <-ctx.Done():
 		}
 	}
-	n.kill(p)
+	p.kill()
+	n.cleanup(p)
 	return nil
 }
 
-// kill sends SIGKILL to the process's group, waits for it and cleans up.
-func (n *node) kill(p *proc) {
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.exited
-	n.cleanup(p)
+// leftover records, as a violation, output process p left that no
+// request asked for (read by drain, once no request waits).
+func (n *node) leftover(p *proc, drain func() ([]string, int)) {
+	lines, k := drain()
+	if k == 0 || p.down.Load() != nil {
+		return
+	}
+	n.mu.Lock()
+	n.mu.violated++
+	if len(n.mu.violations) < maxViolations {
+		n.mu.violations = append(n.mu.violations, target.Violation{Process: p.idx, PID: p.pid(),
+			Detail: fmt.Sprintf("%d line(s) of output no request asked for were left when the process ended, first %q: an answer had more lines than asked for", k, lines)})
+	}
+	n.mu.Unlock()
 }
 
 // cleanup removes what libfaketime leaves behind for a killed process.
 func (n *node) cleanup(p *proc) {
 	if n.x.Clock == scenario.ClockFaketime {
-		faketime.RemoveShm(p.cmd.Process.Pid)
+		faketime.RemoveShm(p.pid())
 	}
 }
 
@@ -459,11 +460,18 @@ func (n *node) Worker() int64 {
 }
 
 // Close implements target.Node: the process, the probe and the host go.
+// Output the last process left unread is judged as after a graceful stop:
+// no call is in flight once the harness closes a node.
 func (n *node) Close() error {
-	err := n.Stop(context.Background(), target.StopOptions{})
 	n.mu.Lock()
+	p := n.mu.p
+	n.mu.p, n.mu.worker = nil, -1
 	n.mu.closed = true
 	n.mu.Unlock()
+	if p != nil {
+		n.leftover(p, p.kill)
+		n.cleanup(p)
+	}
 	if n.probe != nil {
 		n.probe.Close()
 		if n.x.Clock == scenario.ClockFaketime {
@@ -476,55 +484,7 @@ func (n *node) Close() error {
 	if n.page != nil {
 		n.page.Close()
 	}
-	if e := os.RemoveAll(n.dir); e != nil && err == nil {
-		err = e
-	}
-	return err
-}
-
-// clockCtl is a node's ClockControl: faults go to the host model, which
-// publishes them to the process; the probe measures them.
-type clockCtl struct{ n *node }
-
-// Apply implements target.ClockControl.
-func (c clockCtl) Apply(_ context.Context, f faults.Fault) error {
-	h := c.n.host
-	switch f.Kind {
-	case faults.KindStep:
-		return h.Step(f.By)
-	case faults.KindFreeze:
-		return h.Freeze(f.For)
-	case faults.KindLeap:
-		return h.Leap(f.At)
-	case faults.KindSmear:
-		return h.Smear(f.By, f.Window)
-	case faults.KindSlew:
-		return h.Slew(f.By, f.PPM)
-	case faults.KindDrift:
-		return h.Drift(f.PPM)
-	case faults.KindRevert:
-		return h.Revert()
-	case faults.KindPause:
-		return fmt.Errorf("%w: %w", target.ErrUnsupported, extclock.ErrPause)
-	}
-	return fmt.Errorf("%w: clock fault %q", target.ErrUnsupported, f.Kind)
-}
-
-// Offset implements target.ClockControl: the probe's reading against true
-// time. A publish that failed, or a reading less precise than the
-// tolerance, is an error (the fault stays unconfirmed).
-func (c clockCtl) Offset(ctx context.Context) (time.Duration, error) {
-	if err := c.n.host.Err(); err != nil {
-		return 0, err
-	}
-	off, half, err := c.n.probe.Offset(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if half > OffsetTolerance/2 {
-		return 0, fmt.Errorf("exec: the clock probe answered in %s at best: too slow to measure within %s", 2*half, OffsetTolerance)
-	}
-	return off, nil
+	return os.RemoveAll(n.dir)
 }
 
 // freePort returns a loopback port free at the moment.
