@@ -244,13 +244,13 @@ func (t *targetEntry) report(p *parser, _ string) {
 
 // targetObject is a target given as a mapping.
 type targetObject struct {
-	Name          leaf[name] `yaml:"name"`
-	Use           leaf[name] `yaml:"use"`
-	Settings      settings   `yaml:",inline"`
-	NotApplicable leaf[text] `yaml:"not_applicable" want:"ok or error"`
-	Invariants    list[raw]  `yaml:"invariants"`
-	Exec          raw        `yaml:"exec"`
-	RealNA        leaf[text] `yaml:"real_na" want:"a reason (why real mode cannot judge this)"`
+	Name          leaf[name]        `yaml:"name"`
+	Use           leaf[name]        `yaml:"use"`
+	Settings      settings          `yaml:",inline"`
+	NotApplicable leaf[text]        `yaml:"not_applicable" want:"ok or error"`
+	Invariants    list[raw]         `yaml:"invariants"`
+	Exec          object[execEntry] `yaml:"exec"`
+	RealNA        leaf[text]        `yaml:"real_na" want:"a reason (why real mode cannot judge this)"`
 }
 
 // loadEntry is a file's load: stages, or a single stage's rate and for.
@@ -716,7 +716,7 @@ func (p *parser) target(o *object[targetObject], s *Scenario) Target {
 	}
 	t.RealNA = p.realNA(&x.RealNA)
 	if x.Exec.N != nil {
-		t.Exec = p.exec(x.Exec.N, p.paths[x.Exec.N])
+		t.Exec = p.exec(&x.Exec)
 		if t.Use != ExecTarget {
 			p.failKey(x.Exec.N, "an exec block needs use: %s (target %q uses %q)", ExecTarget, t.Name, t.Use)
 		}
