@@ -3,7 +3,9 @@ package faults
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -151,7 +153,7 @@ func Build(k Kind, params map[string]any, w Where) (Fault, []*ParamError) {
 	}
 	var errs []*ParamError
 	takes := spec.ParamsIn(w)
-	for _, name := range slices.Sorted(mapKeys(params)) {
+	for _, name := range slices.Sorted(maps.Keys(params)) {
 		if _, ok := spec.Param(name, w); !ok {
 			errs = append(errs, &ParamError{name, fmt.Sprintf("a %s fault takes %s", k, paramNames(takes))})
 		}
@@ -187,17 +189,6 @@ func Build(k Kind, params map[string]any, w Where) (Fault, []*ParamError) {
 	return f, errs
 }
 
-// mapKeys returns m's keys.
-func mapKeys(m map[string]any) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 // paramNames says which parameters a kind takes: "only by, window" or
 // "no parameters".
 func paramNames(ps []Param) string {
@@ -209,24 +200,6 @@ func paramNames(ps []Param) string {
 		names[i] = p.Name
 	}
 	return "only " + strings.Join(names, ", ")
-}
-
-// String returns the kind and the parameters set, in table order, as
-// "step by=-150ms" (a parameter at its absent value is left out).
-func (f Fault) String() string {
-	spec, _ := Lookup(f.Kind)
-	b := []byte(f.Kind)
-	for _, p := range spec.Params {
-		if f.absent(p.Name) {
-			continue
-		}
-		v := f.Param(p.Name)
-		if at, ok := v.(time.Time); ok {
-			v = at.UTC().Format(time.RFC3339Nano)
-		}
-		b = fmt.Appendf(b, " %s=%v", p.Name, v)
-	}
-	return string(b)
 }
 
 // absent reports whether f holds, for parameter name, what the parameter
@@ -303,13 +276,10 @@ func (f *Fault) UnmarshalJSON(data []byte) error {
 		return &ParamError{"kind", fmt.Sprintf("unknown kind %s (want %s)", short(kind), KindNames(InAdmin))}
 	}
 	params := map[string]any{}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range obj {
-			if k != "kind" && !yield(k) {
-				return
-			}
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
+		if name == "kind" {
+			continue
 		}
-	}) {
 		p, ok := spec.Param(name, InAdmin)
 		if !ok {
 			params[name] = nil // Build says the kind does not take it
@@ -331,120 +301,81 @@ func (f *Fault) UnmarshalJSON(data []byte) error {
 
 // jsonValue reads a JSON value of parameter type t as its Go type.
 func jsonValue(t ParamType, raw json.RawMessage) (any, error) {
-	s := string(raw)
 	switch t {
 	case ParamDuration:
 		var d Duration
 		err := d.UnmarshalJSON(raw)
 		return time.Duration(d), err
-	case ParamPPM:
-		var v float64
-		if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) || json.Unmarshal(raw, &v) != nil {
-			return nil, fmt.Errorf("want a number of parts per million, found %s", short(s))
-		}
-		return v, nil
 	case ParamTime:
-		var v string
-		if json.Unmarshal(raw, &v) != nil || s[0] != '"' {
-			return nil, fmt.Errorf("want an RFC 3339 time, found %s", short(s))
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil || raw[0] != '"' {
+			return nil, fmt.Errorf("want an RFC 3339 time, found %s", short(string(raw)))
 		}
-		at, err := time.Parse(time.RFC3339Nano, v)
+		at, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			return nil, fmt.Errorf("%s is not an RFC 3339 time", short(v))
+			return nil, fmt.Errorf("%s is not an RFC 3339 time", short(s))
 		}
 		return at, nil
-	case ParamSeed:
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("want an integer in [0, 2^64-1], found %s", short(s))
-		}
-		return v, nil
-	case ParamBool:
-		if s != "true" && s != "false" {
-			return nil, fmt.Errorf("want true or false, found %s", short(s))
-		}
-		return s == "true", nil
 	}
-	var v string
-	if json.Unmarshal(raw, &v) != nil || s[0] != '"' {
-		return nil, fmt.Errorf("want a string, found %s", short(s))
+	v := reflect.New(t.Go())
+	if string(raw) == "null" || json.Unmarshal(raw, v.Interface()) != nil {
+		want := map[ParamType]string{ParamPPM: "a number of parts per million", ParamSeed: "an integer in [0, 2^64-1]", ParamBool: "true or false"}[t]
+		if want == "" {
+			want = "a string"
+		}
+		return nil, fmt.Errorf("want %s, found %s", want, short(string(raw)))
 	}
-	return v, nil
+	return v.Elem().Interface(), nil
 }
 
 // noRepeatedKeys reports the first key that appears twice in one JSON
 // object of data, at any depth, by its path (`"by"."a"`, `"x"[1]."y"`):
 // encoding/json would keep the last of them silently. Malformed JSON is
-// left to the decoder proper.
+// left to the decoder proper (the scanner bounds its depth).
 func noRepeatedKeys(data []byte) error {
-	type frame struct {
-		object  bool
-		wantKey bool            // an object's next token is a key
-		keys    map[string]bool // an object's keys so far
-		key     string          // an object's current key, as a path
-		index   int             // an array's next index
-		path    string
-	}
-	var stack []*frame
-	top := func() *frame {
-		if len(stack) == 0 {
-			return nil
-		}
-		return stack[len(stack)-1]
-	}
-	// enter returns the path of the value that starts now.
-	enter := func() string {
-		switch t := top(); {
-		case t == nil:
-			return ""
-		case t.object:
-			return t.key
-		default:
-			t.index++
-			return t.path + "[" + strconv.Itoa(t.index-1) + "]"
-		}
-	}
-	// done notes that a value ended: an object expects its next key.
-	done := func() {
-		if t := top(); t != nil && t.object {
-			t.wantKey = true
-		}
-	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	for {
+	malformed := errors.New("malformed")
+	var value func(path string) error
+	value = func(path string) error {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil
-		}
-		if t := top(); t != nil && t.object && t.wantKey {
-			k, ok := tok.(string)
-			if !ok { // the object's '}'
-				stack = stack[:len(stack)-1]
-				done()
-				continue
-			}
-			path := strconv.Quote(k)
-			if t.path != "" {
-				path = t.path + "." + path
-			}
-			if t.keys[k] {
-				return fmt.Errorf("decoding fault: key %s repeated (give each key once)", path)
-			}
-			t.keys[k], t.key, t.wantKey = true, path, false
-			continue
+			return malformed
 		}
 		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			stack = append(stack, &frame{object: tok == json.Delim('{'), wantKey: true, keys: map[string]bool{}, path: enter()})
-		case json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			done()
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				tok, err := dec.Token()
+				if err != nil {
+					return malformed
+				}
+				k, _ := tok.(string)
+				kp := strings.TrimPrefix(path+"."+strconv.Quote(k), ".")
+				if seen[k] {
+					return fmt.Errorf("decoding fault: key %s repeated (give each key once)", kp)
+				}
+				seen[k] = true
+				if err := value(kp); err != nil {
+					return err
+				}
+			}
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if err := value(path + "[" + strconv.Itoa(i) + "]"); err != nil {
+					return err
+				}
+			}
 		default:
-			enter()
-			done()
+			return nil
 		}
+		_, err = dec.Token() // the closing delimiter
+		return err
 	}
+	if err := value(""); err != nil && err != malformed {
+		return err
+	}
+	return nil
 }
 
 // short quotes s for a message, cut to 64 bytes.

@@ -165,7 +165,8 @@ func (s *Server) handleFaultsPost(w http.ResponseWriter, r *http.Request) {
 	st := s.faultState()
 	s.adminMu.Unlock()
 	st.Warnings = s.faultWarnings(f)
-	s.log.Info("admin: fault injected", "kind", f.Kind, "fault", f.String())
+	applied, _ := f.MarshalJSON() // valid: an admin kind
+	s.log.Info("admin: fault injected", "kind", f.Kind, "fault", string(applied))
 	writeJSON(w, http.StatusOK, st)
 }
 

@@ -371,9 +371,9 @@ const (
 // Fault is one timed fault: where and when it strikes, and (embedded) its
 // kind and parameters in the one shape every interface shares. The
 // embedded faults.Fault's At, a leap's instant, is shadowed by the
-// offset At here: a scenario's leap strikes at its own At. Printing a
-// Fault, or encoding it as JSON, shows the embedded kind and parameters
-// only (faults.Fault.String, MarshalJSON).
+// offset At here: a scenario's leap strikes at its own At. Encoding a
+// Fault as JSON writes the embedded kind and parameters only, in the
+// admin API's form (faults.Fault.MarshalJSON).
 type Fault struct {
 	// Name identifies the fault in invariants ("during leap") and reports;
 	// it defaults to the kind, with -2, -3... for repeats.
