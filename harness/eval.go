@@ -81,13 +81,19 @@ func evaluate(s *scenario.Scenario, targetName string, mode scenario.Mode, vr ve
 		for _, f := range s.FaultsNamed(e.During) {
 			affected[f.Name] = true
 		}
-		var unconfirmed []string
+		var unconfirmed, artifacts []string
 		for i, f := range s.Faults {
 			if affected[f.Name] && i < len(faults) && !faults[i].Confirmed {
 				unconfirmed = append(unconfirmed, f.Name)
 			}
+			if affected[f.Name] && i < len(faults) && faults[i].Artifact {
+				artifacts = append(artifacts, f.Name)
+			}
 		}
 		switch {
+		case len(artifacts) > 0:
+			c.Verdict = Unknown
+			c.Reason = "the fault may have shown the node a clock the scenario did not ask for: " + strings.Join(artifacts, ", ")
 		case holds && (len(unconfirmed) == 0 || e.Expected):
 			c.Verdict = Pass
 		case !holds && (len(unconfirmed) == 0 || !e.Expected):

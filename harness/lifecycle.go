@@ -598,6 +598,11 @@ func (l *lifecycle) probeDelay(f scenario.Fault, offset time.Duration) time.Dura
 	var d time.Duration
 	switch f.Kind {
 	case faults.KindStep, faults.KindRevert:
+		// The offset holds from the instant on: a real-mode measurement
+		// waits out the fault burst, so as not to compete with its calls.
+		if !l.simulated() {
+			return l.s.Load.FaultBurst
+		}
 		return 0
 	case faults.KindLeap:
 		d = time.Millisecond
@@ -659,6 +664,7 @@ func (l *lifecycle) confirmWithin(fi int, sl *slot, before, effect, slack time.D
 			d += "; diagnostic, not evidence: " + m.diag
 		}
 		l.unconfirmed(fi, d)
+		l.faults[fi].Artifact = l.faults[fi].Artifact || m.artifact
 	}
 }
 
@@ -680,6 +686,9 @@ type measurement struct {
 	state  reachState
 	detail string
 	diag   string // what a probe beside the node reads (not evidence)
+	// artifact: the fault may have shown the node a clock the scenario
+	// did not ask for (see target.ErrArtifact).
+	artifact bool
 }
 
 // measure reads the node's offset and compares it with the shadow's,
@@ -710,8 +719,10 @@ func (l *lifecycle) measure(sl *slot, effect, slack time.Duration) measurement {
 		got, err = ctl.Offset(l.ctx)
 	}
 	switch {
+	case errors.Is(err, target.ErrArtifact):
+		return measurement{detail: strings.TrimPrefix(err.Error(), "target: "), artifact: true}
 	case errors.Is(err, target.ErrNotReached):
-		return measurement{detail: err.Error(), diag: diagnose()}
+		return measurement{detail: strings.TrimPrefix(err.Error(), "target: "), diag: diagnose()}
 	case errors.Is(err, target.ErrNoReading):
 		return measurement{state: pendingReach, detail: strings.TrimPrefix(err.Error(), target.ErrNoReading.Error()+": "), diag: diagnose()}
 	case err != nil && l.info.Caps.Simulated:

@@ -106,7 +106,7 @@ func (d *realDriver) spawn(c *client, t time.Duration) {
 			if r.stopped() {
 				return
 			}
-			next = r.plan.after(next, end, err != nil, c.rng)
+			next = r.burstNext(c.slot, end, r.plan.after(next, end, err != nil, c.rng))
 		}
 	}()
 }

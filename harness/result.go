@@ -353,6 +353,10 @@ type FaultResult struct {
 	Confirmed bool     `json:"confirmed"`
 	// Detail says what was measured per node, e.g. "a: offset -5ms (want -5ms)".
 	Detail []string `json:"detail"`
+	// Artifact is set when the fault may have reached a node with an
+	// artifact the scenario did not ask for (a freeze that landed late):
+	// every check that depends on it is unknown, a failure included.
+	Artifact bool `json:"artifact,omitempty"`
 
 	// failed is set when a node's evidence showed the fault did not
 	// reach it (or could not be measured); pending counts the nodes whose

@@ -56,6 +56,9 @@ type run struct {
 	metrics    *metrics.Collector
 	gens       *telemetry.GeneratorCollector
 
+	// bursts are the fault burst windows by declared node (burst.go).
+	bursts [][]burstSpan
+
 	// kind is the kind of ID the nodes issue (target.KindOf), layout
 	// the layout of the Snowflake IDs (the first node's).
 	kind   verify.Kind
@@ -190,6 +193,7 @@ func newRun(ctx context.Context, j *job, o *Options) (*run, error) {
 	r.kind = target.KindOf(r.tgt, spec)
 	r.layout = layout
 	r.mu.v = verify.New(verify.Config{Kind: r.kind, Layout: layout, MaxDetails: 20})
+	r.bursts = burstSpans(s)
 	r.faults = make([]FaultResult, len(s.Faults))
 	for i, f := range s.Faults {
 		r.faults[i] = FaultResult{Name: f.Name, Kind: string(f.Kind), At: Duration(f.At)}

@@ -37,6 +37,9 @@ type Options struct {
 	Mode scenario.Mode
 	// Seed, when non-nil, overrides every scenario's seed.
 	Seed *int64
+	// SeedOffset is added to every scenario's seed (after Seed): the i-th
+	// repetition of a suite runs with offset i.
+	SeedOffset int64
 	// Targets, when non-empty, runs only the targets with these names.
 	Targets []string
 	// FailFast stops a run at its first duplicate (unless the target is
@@ -148,9 +151,9 @@ func (o *Options) modeOf(s *scenario.Scenario) scenario.Mode {
 // seedOf is the seed scenario s runs with under the options.
 func (o *Options) seedOf(s *scenario.Scenario) int64 {
 	if o.Seed != nil {
-		return *o.Seed
+		return *o.Seed + o.SeedOffset
 	}
-	return s.Seed
+	return s.Seed + o.SeedOffset
 }
 
 // job is one scenario x target run of a suite, resolved once: its mode

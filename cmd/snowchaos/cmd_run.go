@@ -58,7 +58,7 @@ type runFlags struct {
 	junit, history, html, metrics  string
 	failFast, list, allowNA        bool
 	timeout, linger, stall         time.Duration
-	parallel                       int
+	parallel, repeat               int
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -79,6 +79,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&f.parallel, "parallel", 0, "simulated runs at once (0: one per CPU)")
 	fl.BoolVar(&f.list, "list", false, "list the scenarios and targets that would run, and exit")
 	fl.BoolVar(&f.allowNA, "allow-na", false, "report a target that cannot take a scenario as n/a (with the reason) instead of rejecting the suite")
+	fl.IntVar(&f.repeat, "repeat", 1, "run the suite this many times (1 to 1000), the i-th with every seed plus i, and print per scenario and target how many repetitions gave each verdict and found duplicates (text report only)")
 	files, code, ok := parseArgs(fl, args, stderr, runUsage)
 	if !ok {
 		return code
@@ -163,6 +164,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	began := time.Now()
+	if f.repeat > 1 {
+		return runRepeats(ctx, suite, opts, f.repeat, stdout, stderr, prog)
+	}
 	rep, err := harness.Run(ctx, suite, opts)
 	elapsed := time.Since(began)
 	if prog != nil {
@@ -220,6 +224,38 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// runRepeats runs the suite n times, the i-th with every seed plus i, and
+// prints the repetitions' summary; the exit code is the worst of them.
+func runRepeats(ctx context.Context, suite []*scenario.Scenario, opts harness.Options, n int, stdout, stderr io.Writer, prog *report.Progress) int {
+	var reps []*harness.Report
+	code := exitOK
+	began := time.Now()
+	for i := range n {
+		opts.SeedOffset = int64(i)
+		rep, err := harness.Run(ctx, suite, opts)
+		if err != nil {
+			fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
+			return exitInvalid
+		}
+		if prog != nil {
+			prog.Clear()
+		}
+		s := rep.Summary
+		fmt.Fprintf(stderr, "snowchaos run: repetition %d of %d: %d passed, %d failed, %d unknown\n", i+1, n, s.Passed, s.Failed, s.Unknown)
+		reps = append(reps, rep)
+		code = max(code, rep.ExitCode())
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err := report.Repeats(stdout, reps); err != nil {
+		fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
+		return exitInvalid
+	}
+	fmt.Fprintf(stderr, "snowchaos run: %d repetitions ran in %s\n", len(reps), time.Since(began).Round(time.Millisecond))
+	return code
+}
+
 // options converts the flags.
 func (f *runFlags) options() (harness.Options, error) {
 	var o harness.Options
@@ -250,6 +286,12 @@ func (f *runFlags) options() (harness.Options, error) {
 		return o, fmt.Errorf("--report %q: want text or json", f.reportFmt)
 	}
 	o.FailFast = f.failFast
+	if f.repeat < 1 || f.repeat > 1000 {
+		return o, fmt.Errorf("--repeat %d: want 1 to 1000", f.repeat)
+	}
+	if f.repeat > 1 && (f.reportFmt != "text" || f.junit != "" || f.html != "" || f.history != "") {
+		return o, errors.New("--repeat prints the repetitions' summary: it takes no --report json, --junit, --html or --history")
+	}
 	if f.parallel < 0 || f.parallel > 256 {
 		return o, fmt.Errorf("--parallel %d: want 0 (one per CPU) to 256", f.parallel)
 	}

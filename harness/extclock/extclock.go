@@ -59,6 +59,22 @@ func (s State) Wall(t int64) int64 {
 	return t + int64(s.Offset) + Scale(t-s.At, s.PPB)
 }
 
+// Hold returns s with a frozen wall held no earlier than real time
+// now+lead (Unix ns): published just after now, with lead covering the
+// publish, no process reads a later time from the state before than the
+// one it then holds, so a freeze never shows a process a step back. A
+// running state is returned as it is.
+func (s State) Hold(now int64, lead time.Duration) State {
+	if s.Frozen && s.At < now+int64(lead) {
+		s.At = now + int64(lead)
+	}
+	return s
+}
+
+// ErrLate: a freeze landed after the instant it holds, so a process may
+// have read a later time first (a step back the fault did not ask for).
+var ErrLate = errors.New("extclock: a freeze landed after the instant it holds")
+
 // Scale returns d·ppb/1e9 without overflow for |d| < 2^63 and |ppb| <= 1e9.
 func Scale(d, ppb int64) int64 {
 	return (d/1e9)*ppb + (d%1e9)*ppb/1e9
@@ -92,15 +108,19 @@ type Host struct {
 	mu struct {
 		sync.Mutex
 		sinks   []Sink
-		smears  []rateSpan // in progress
-		slew    rateSpan   // outstanding slew (ppb 0: none)
-		slewRem int64      // ns still to slew at slew.start
-		drift   int64      // ppb
-		frozen  int64      // real mono ns at which a freeze ends; -1: until revert; 0: none
-		leaps   []int64    // pending leap instants (Unix ns, host wall)
+		probes  map[Sink]bool // the sinks added by AddProbe
+		smears  []rateSpan    // in progress
+		slew    rateSpan      // outstanding slew (ppb 0: none)
+		slewRem int64         // ns still to slew at slew.start
+		drift   int64         // ppb
+		frozen  int64         // real mono ns at which a freeze ends; -1: until revert; 0: none
+		leaps   []int64       // pending leap instants (Unix ns, host wall)
 		closed  bool
 		last    State
 		err     error // the last publish error
+		// slowest is the longest a publish to every sink has taken: a
+		// freeze is held three times that (at least MinLead) ahead.
+		slowest time.Duration
 	}
 	wake chan struct{}
 	done chan struct{}
@@ -133,6 +153,23 @@ func (h *Host) Add(s Sink) error {
 	return s.Publish(h.stateLocked())
 }
 
+// AddProbe is Add for the sink of a probe beside the processes: it is
+// published to after the processes' sinks, and its errors and lateness
+// are not the host's (Err), since no process of the host reads it.
+func (h *Host) AddProbe(s Sink) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mu.closed {
+		return ErrClosed
+	}
+	if h.mu.probes == nil {
+		h.mu.probes = map[Sink]bool{}
+	}
+	h.mu.probes[s] = true
+	h.mu.sinks = append(h.mu.sinks, s)
+	return s.Publish(h.stateLocked())
+}
+
 // Remove stops publishing to s.
 func (h *Host) Remove(s Sink) {
 	h.mu.Lock()
@@ -150,6 +187,18 @@ func (h *Host) State() State {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.stateLocked()
+}
+
+// Lead returns how far the wall the sinks were given now lies ahead of the
+// model (a held freeze; 0 when running).
+func (h *Host) Lead() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w, _ := h.real.Now()
+	if !h.mu.last.Frozen {
+		return 0
+	}
+	return time.Duration(h.mu.last.Wall(w) - (w + int64(h.Clock.Offset())))
 }
 
 // Published returns the state last published to the sinks.
@@ -285,15 +334,42 @@ func (h *Host) change(f func(mono int64)) error {
 	return err
 }
 
-// publishLocked sends the current state to every sink.
+// Freeze leads: how far after a publish starts a freeze holds the wall
+// (see State.Hold): three times the slowest publish seen, within these,
+// and at most half the freeze (so that its end still steps forward).
+const (
+	MinLead = 5 * time.Millisecond
+	MaxLead = 20 * time.Millisecond
+)
+
+// publishLocked sends the current state to every sink, the processes'
+// before the probes'. A freeze is held a lead ahead of the instant the
+// publish starts (State.Hold); one whose publish to a process's sink
+// still ended after its held instant is an error wrapping ErrLate.
 func (h *Host) publishLocked() error {
 	st := h.stateLocked()
+	t0, mono := h.real.Now()
+	lead := min(max(3*h.mu.slowest, MinLead), MaxLead)
+	if h.mu.frozen > 0 {
+		lead = min(lead, time.Duration(h.mu.frozen-mono)/2)
+	}
+	st = st.Hold(t0, lead)
 	h.mu.last = st
 	var errs []error
+	done := t0
 	for _, s := range h.mu.sinks {
-		if err := s.Publish(st); err != nil {
+		err := s.Publish(st)
+		if h.mu.probes[s] {
+			continue
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
+		done, _ = h.real.Now()
+	}
+	h.mu.slowest = max(h.mu.slowest, time.Duration(done-t0))
+	if st.Frozen && done > st.At {
+		errs = append(errs, fmt.Errorf("%w: the publish ended %s after the held instant (lead %s)", ErrLate, time.Duration(done-st.At), lead))
 	}
 	err := errors.Join(errs...)
 	if err != nil {

@@ -161,6 +161,15 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 		if r.Real != nil {
 			w.printf("<div>real mode: %s</div>\n", html.EscapeString(r.Real.String()))
 		}
+		for _, why := range r.Unknown {
+			w.printf("<div class=\"unknown\">unknown: %s</div>\n", html.EscapeString(why))
+		}
+		for _, v := range r.Protocol {
+			w.printf("<div>protocol violation: %s#%d (pid %d): %s</div>\n", html.EscapeString(v.Node), v.Incarnation, v.PID, html.EscapeString(v.Detail))
+		}
+		for _, line := range incarnationLines(r) {
+			w.printf("<div>node %s</div>\n", html.EscapeString(line))
+		}
 		for _, f := range r.Faults {
 			state := "confirmed"
 			if !f.Confirmed {

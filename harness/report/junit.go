@@ -110,6 +110,11 @@ func JUnit(w io.Writer, rep *harness.Report) error {
 					Error: &junitProblem{Message: firstLine(r.Error), Type: "error", Text: r.Error}})
 				s.Errors++
 			}
+			if len(r.Unknown) > 0 {
+				s.Cases = append(s.Cases, junitCase{Name: r.Target + ": evidence", Classname: "snowchaos." + sr.Name, File: sr.File, Time: "0",
+					Error: &junitProblem{Message: "unknown: " + r.Unknown[0], Type: "unknown", Text: detail(sr, r)}})
+				s.Errors++
+			}
 		}
 		s.Tests = len(s.Cases)
 		out.Tests += s.Tests
@@ -130,9 +135,19 @@ func JUnit(w io.Writer, rep *harness.Report) error {
 	return err
 }
 
-// detail describes a run for a failure's body: faults and duplicates.
+// detail describes a run for a failure's body: why it is unknown, its
+// faults, protocol violations, node incarnations and duplicates.
 func detail(sr *harness.ScenarioResult, r *harness.Result) string {
 	var b strings.Builder
+	for _, why := range r.Unknown {
+		fmt.Fprintf(&b, "unknown: %s\n", why)
+	}
+	for _, v := range r.Protocol {
+		fmt.Fprintf(&b, "protocol violation: %s#%d (pid %d): %s\n", v.Node, v.Incarnation, v.PID, v.Detail)
+	}
+	for _, line := range incarnationLines(r) {
+		fmt.Fprintf(&b, "node %s\n", line)
+	}
 	for _, f := range r.Faults {
 		state := "confirmed"
 		if !f.Confirmed {

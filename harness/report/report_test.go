@@ -371,3 +371,41 @@ func TestProgress(t *testing.T) {
 		t.Fatalf("%q", b.String())
 	}
 }
+
+// TestEvidenceInEveryReport: why a run is unknown beyond its checks (an
+// incarnation that never served, a protocol violation) is in the text,
+// JSON, JUnit and HTML reports alike, with the incarnation's figures.
+func TestEvidenceInEveryReport(t *testing.T) {
+	rep := demo(t, src)
+	r := rep.Scenarios[0].Runs[0]
+	r.Verdict = harness.Unknown
+	r.Unknown = []string{"node a incarnation 1 (started at 400ms, ready after 2.019s) never served: 446 requests, 0 IDs",
+		"protocol violation (1 in all): a#0 (pid 42): line 3 of the answer to \"10\" is not a snowflake ID"}
+	r.Protocol = []harness.ViolationResult{{Node: "a", Incarnation: 0, PID: 42, Detail: "line 3 of the answer to \"10\" is not a snowflake ID"}}
+	r.Nodes = append(r.Nodes, harness.NodeResult{Name: "a", Incarnation: 1, Worker: 1, Started: true,
+		StartedAt: harness.Duration(400 * time.Millisecond), ReadyAfter: harness.Duration(2019 * time.Millisecond), Requests: 446})
+	for _, f := range []struct {
+		name   string
+		render func(io.Writer, *harness.Report) error
+		want   []string
+	}{
+		{"text", report.Terminal, []string{"unknown: node a incarnation 1", "a#1 (worker 1): started at 400ms, ready after 2.019s: 446 requests, 0 IDs (never served)", "UNKNOWN: protocol violation"}},
+		{"json", report.JSON, []string{`"unknown_reasons"`, `"protocol_violations"`, `"ready_after_seconds": 2.019`}},
+		{"junit", report.JUnit, []string{`name="wait: evidence"`, "unknown: node a incarnation 1", "protocol violation: a#0 (pid 42)"}},
+		{"html", report.HTML, []string{"unknown: node a incarnation 1", "protocol violation: a#0 (pid 42)", "(never served)"}},
+	} {
+		var b bytes.Buffer
+		if err := f.render(&b, rep); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if f.name == "html" || f.name == "junit" {
+			out = html.UnescapeString(out)
+		}
+		for _, w := range f.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s report lacks %q", f.name, w)
+			}
+		}
+	}
+}

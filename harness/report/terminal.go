@@ -181,6 +181,14 @@ func terminalScenario(w *errWriter, sr *harness.ScenarioResult) {
 		if r.Error != "" {
 			w.printf("   %-*s  error: %s\n", nameW, "", firstLine(r.Error))
 		}
+		for _, why := range r.Unknown {
+			w.printf("   %-*s  unknown: %s\n", nameW, "", why)
+		}
+		if showIncarnations(r) {
+			for _, line := range incarnationLines(r) {
+				w.printf("   %-*s  %s\n", nameW, "", line)
+			}
+		}
 		if r.Real != nil && (r.Real.Raised || r.Real.TooNoisy) {
 			w.printf("   %-*s  real mode: %s\n", nameW, "", r.Real)
 		}
@@ -271,6 +279,47 @@ func kindNote(r *harness.Result) string {
 	}
 }
 
+// showIncarnations reports whether a run's text row lists its node
+// incarnations: in real mode (starts take time there), or when one of
+// them started and never served.
+func showIncarnations(r *harness.Result) bool {
+	if r.Real != nil {
+		return true
+	}
+	for _, n := range r.Nodes {
+		if n.Started && n.IDs == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// incarnationLines describes each node incarnation of a run: when it was
+// started and ready, its requests and IDs, and when it first and last
+// returned IDs.
+func incarnationLines(r *harness.Result) []string {
+	var out []string
+	for _, n := range r.Nodes {
+		s := fmt.Sprintf("%s#%d (worker %d)", n.Name, n.Incarnation, n.Worker)
+		if !n.Started {
+			out = append(out, fmt.Sprintf("%s: its start failed or was refused at %s: %d requests found it down", s, n.StartedAt, n.Requests))
+			continue
+		}
+		s += fmt.Sprintf(": started at %s, ready after %s: %d requests, %d IDs", n.StartedAt, n.ReadyAfter, n.Requests, n.IDs)
+		switch {
+		case n.FirstID != nil:
+			s += fmt.Sprintf(" from %s to %s", *n.FirstID, *n.LastID)
+		case n.IDs == 0:
+			s += " (never served)"
+		}
+		if n.Availability != nil {
+			s += fmt.Sprintf(", availability %.4f", *n.Availability)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i]
@@ -301,6 +350,9 @@ func terminalSummary(w *errWriter, rep *harness.Report) {
 			}
 			if r.Error != "" {
 				problems = append(problems, fmt.Sprintf("%s: %s / %s: %s", sr.File, sr.Name, r.Target, firstLine(r.Error)))
+			}
+			for _, why := range r.Unknown {
+				problems = append(problems, fmt.Sprintf("%s: %s / %s: UNKNOWN: %s", sr.File, sr.Name, r.Target, why))
 			}
 			if len(r.Duplicates) > 0 && !r.Control {
 				d := r.Duplicates[0]

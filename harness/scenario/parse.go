@@ -255,12 +255,16 @@ type targetObject struct {
 
 // loadEntry is a file's load: stages, or a single stage's rate and for.
 type loadEntry struct {
-	Per     leaf[text]               `yaml:"per"`
-	Clients leaf[whole]              `yaml:"clients"`
-	Batch   leaf[whole]              `yaml:"batch"`
-	Stages  list[object[stageEntry]] `yaml:"stages"`
-	Single  stageEntry               `yaml:",inline"`
+	Per        leaf[text]               `yaml:"per"`
+	Clients    leaf[whole]              `yaml:"clients"`
+	Batch      leaf[whole]              `yaml:"batch"`
+	Stages     list[object[stageEntry]] `yaml:"stages"`
+	Single     stageEntry               `yaml:",inline"`
+	FaultBurst leaf[duration]           `yaml:"fault_burst"`
 }
+
+// maxFaultBurst bounds load.fault_burst.
+const maxFaultBurst = time.Second
 
 // stageEntry is one load stage.
 type stageEntry struct {
@@ -744,6 +748,9 @@ func (p *parser) load(o *object[loadEntry], duration time.Duration, durOK bool) 
 	}
 	if v, ok := p.within(&x.Batch, 1, 1_000_000); ok {
 		l.Batch = int(v)
+	}
+	if l.FaultBurst = dur(&x.FaultBurst); l.FaultBurst > maxFaultBurst {
+		p.fail(x.FaultBurst.N, "%s: at most %s", l.FaultBurst, maxFaultBurst)
 	}
 	single := x.Single.Rate.N != nil || x.Single.For.N != nil
 	switch {

@@ -322,6 +322,12 @@ type Load struct {
 	Batch int
 	// Stages run one after another from the start of the run.
 	Stages []Stage
+	// FaultBurst, in real mode, is how long before and after each clock
+	// fault's instant the clients of its nodes send back to back (each
+	// its next request as soon as the last is answered) instead of at the
+	// stage's rate, so that calls are in flight across the instant and in
+	// every millisecond a small step back replays. Zero: off.
+	FaultBurst time.Duration
 	// Line is the load's line.
 	Line int
 }

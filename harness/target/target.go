@@ -364,6 +364,11 @@ var (
 	ErrNotReached = errors.New("target: the fault cannot reach the process")
 	// ErrNoReading: the node offers no clock reading of its own.
 	ErrNoReading = errors.New("target: the process answers no clock reading")
+	// ErrArtifact: the fault reached the process with an artifact the
+	// scenario did not ask for (a freeze that landed after the instant it
+	// holds may have shown it a step back): what the process did in its
+	// window cannot be judged either way.
+	ErrArtifact = errors.New("target: the fault may have reached the process with an artifact")
 )
 
 var registry = struct {

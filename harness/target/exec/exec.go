@@ -106,7 +106,7 @@ func (t *Target) Start(ctx context.Context, spec target.NodeSpec, env target.Env
 	if scenario.LeaseKind(spec.Lease) != scenario.LeaseNone || spec.Checkpoint {
 		return nil, fmt.Errorf("%w: node %s: the exec target's processes keep their own state: no lease or checkpoint", target.ErrUnsupported, spec.Name)
 	}
-	dir, err := os.MkdirTemp("", "snowchaos-exec-"+sanitize(spec.Host)+"-")
+	dir, err := os.MkdirTemp(hostDir(), "snowchaos-exec-"+sanitize(spec.Host)+"-")
 	if err != nil {
 		return nil, err
 	}
@@ -183,12 +183,34 @@ func (n *node) setup(ctx context.Context, builds *buildCache) error {
 		}
 		n.probePID = n.probe.PID()
 		probeFile.SetStart(started)
-		return n.host.Add(probeFile)
+		// The probe's own start time, once its library has written it
+		// (an estimate until then: the probe is a diagnostic).
+		if _, _, err := n.probe.Offset(context.Background()); err == nil {
+			if s, err := faketime.StartTime(n.probePID); err == nil {
+				probeFile.SetStart(s)
+			}
+		}
+		return n.host.AddProbe(probeFile)
 	}
 	if n.spec.ClockOffset != 0 {
 		return fmt.Errorf("%w: node %s starts with a clock offset but its exec block says clock: none", target.ErrUnsupported, n.spec.Name)
 	}
 	return nil
+}
+
+// hostDir is where hosts keep their clock files: /dev/shm when it is a
+// writable directory (a tmpfs: the timestamp file that libfaketime opens
+// at every clock reading, and that a fault rewrites, never waits for a
+// disk), else the temporary directory.
+func hostDir() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if f, err := os.CreateTemp("/dev/shm", ".snowchaos-probe-"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			return "/dev/shm"
+		}
+	}
+	return os.TempDir()
 }
 
 // checkNotGo refuses a Go binary on the libfaketime route.

@@ -156,6 +156,7 @@ func (n *node) startLocked(ctx context.Context) (*proc, error) {
 			n.file.SetStart(s)
 		}
 	}
+	n.reachOf(p) // looked at now, so that a fault's instant need not
 	return p, nil
 }
 

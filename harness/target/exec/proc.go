@@ -38,6 +38,9 @@ type proc struct {
 	// down, once set, says why the process no longer serves (a protocol
 	// violation, a hung request): calls fail at once with it.
 	down atomic.Pointer[string]
+	// reached is set once the route's interposer was seen mapped in the
+	// process's group (a library once loaded stays loaded).
+	reached atomic.Bool
 
 	// stdio
 	io    sync.Mutex // one exchange at a time
