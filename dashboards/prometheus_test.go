@@ -264,7 +264,7 @@ func (n *testNode) faults(ctx context.Context, t *testing.T, p *promtest.Prom) {
 	step := func(what string, by time.Duration, happened func(s0, s generator.Stats) bool) {
 		for try := 0; try < 10; try++ {
 			s0 := before()
-			if _, err := n.admin.Inject(ctx, server.FaultRequest{Kind: "step", By: server.Ptr(server.Duration(by))}); err != nil {
+			if _, err := n.admin.Inject(ctx, faults.Fault{Kind: faults.KindStep, By: by}); err != nil {
 				t.Fatal(err)
 			}
 			if testenv.Eventually(ctx, 3*time.Second, func() bool { return happened(s0, before()) }) {

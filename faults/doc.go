@@ -21,6 +21,13 @@
 //	Pause(d)         -e                                as without it       -e during, -d after
 //	Revert()         0                                 0                   0
 //
+// Specs is the fault vocabulary: every kind, what it acts on (KindsOf is
+// the capability list), the interfaces that take it and its parameters
+// with their bounds. Fault is the one shape of a fault's parameters, for
+// a scenario file, the admin API (its JSON form) and every target alike;
+// Build checks parameters against the table, and ApplyTo injects a clock
+// fault into a Clock.
+//
 // Virtual is a base clock whose time moves only when advanced: in auto mode
 // sleeping advances it (single-threaded simulation, a day of leap smear in
 // milliseconds), in manual mode sleepers block until a test advances time,

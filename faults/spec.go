@@ -3,7 +3,7 @@ package faults
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,6 +105,11 @@ const (
 	// MaxPPM bounds a slew's or drift's rate: 1e6 ppm (the wall runs at
 	// twice, or stops at zero times, the base rate).
 	MaxPPM = 1e6
+	// PPMResolution is the fault clock's resolution of a rate (it keeps
+	// rates in parts per billion): a rate that is not 0 must be at least
+	// this in magnitude, since a smaller one would have no effect (a
+	// drift of 1e-300 ppm would be accepted and never listed).
+	PPMResolution = 0.001
 	// MaxListed bounds how many leaps and smears may be in force at once
 	// on a node's clock (each is listed in Clock.Active until a revert).
 	MaxListed = 256
@@ -143,7 +148,11 @@ func (p Param) Bounds() string {
 	case ParamDuration:
 		return "[" + p.Min.String() + ", " + p.Max.String() + "]" + nz
 	case ParamPPM:
-		return "[" + fmtFloat(p.MinPPM) + ", " + fmtFloat(p.MaxPPM) + "]" + nz
+		small := ", at least " + fmtFloat(PPMResolution) + " from 0"
+		if !p.NonZero {
+			small = ", 0 or" + small[1:]
+		}
+		return "[" + fmtFloat(p.MinPPM) + ", " + fmtFloat(p.MaxPPM) + "]" + small
 	case ParamTime:
 		return "within " + p.Max.String() + " of the clock's now"
 	case ParamBool:
@@ -172,12 +181,54 @@ func (p Param) CheckChoice(v string) error {
 	return nil
 }
 
-// CheckPPM reports a rate outside the parameter's bounds.
+// CheckPPM reports a rate outside the parameter's bounds, and one that is
+// not 0 but below the fault clock's resolution (PPMResolution), which
+// would have no effect: the one rule for every interface.
 func (p Param) CheckPPM(v float64) error {
 	if math.IsNaN(v) || v < p.MinPPM || v > p.MaxPPM || (p.NonZero && v == 0) {
 		return fmt.Errorf("%q %v is out of range %s", p.Name, v, p.Bounds())
 	}
+	if v != 0 && math.Abs(v) < PPMResolution {
+		return fmt.Errorf("%q %v is below the fault clock's resolution of %v ppm: it would have no effect (want %s)", p.Name, v, PPMResolution, p.Bounds())
+	}
 	return nil
+}
+
+// Check reports a value outside the parameter's bounds (a time's bound
+// depends on the clock's now, which the caller checks). v must have the
+// Go type of the parameter's type (ParamType.Go); another type is an
+// error.
+func (p Param) Check(v any) error {
+	if reflect.TypeOf(v) != p.Type.Go() {
+		return fmt.Errorf("%q takes a %s, not %T", p.Name, p.Type, v)
+	}
+	switch p.Type {
+	case ParamDuration:
+		return p.CheckDuration(v.(time.Duration))
+	case ParamPPM:
+		return p.CheckPPM(v.(float64))
+	case ParamChoice:
+		return p.CheckChoice(v.(string))
+	}
+	return nil
+}
+
+// Go returns the Go type that holds a value of the type: time.Duration,
+// float64, time.Time, uint64, bool or string.
+func (t ParamType) Go() reflect.Type {
+	switch t {
+	case ParamDuration:
+		return reflect.TypeFor[time.Duration]()
+	case ParamPPM:
+		return reflect.TypeFor[float64]()
+	case ParamTime:
+		return reflect.TypeFor[time.Time]()
+	case ParamSeed:
+		return reflect.TypeFor[uint64]()
+	case ParamBool:
+		return reflect.TypeFor[bool]()
+	}
+	return reflect.TypeFor[string]()
 }
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
@@ -393,6 +444,21 @@ func Kinds(w Where) []Kind {
 	return out
 }
 
+// KindsOf returns the kinds of scope s that interface w takes, in
+// document order: the capability list. KindsOf(ScopeClock, InScenario) are
+// the clock faults a scenario aims at a node, which a target that controls
+// a node's clock takes; KindsOf(ScopeStore, InScenario) act on the lease
+// store.
+func KindsOf(s Scope, w Where) []Kind {
+	var out []Kind
+	for _, sp := range specs {
+		if sp.Scope == s && sp.In(w) {
+			out = append(out, sp.Kind)
+		}
+	}
+	return out
+}
+
 // KindNames joins the kinds interface w takes: "step, freeze, ... or x".
 func KindNames(w Where) string {
 	var names []string
@@ -424,78 +490,4 @@ func (k Kind) StoreClock() (Kind, bool) {
 func (k Kind) Clock() bool {
 	s, ok := Lookup(k)
 	return ok && s.Scope == ScopeClock
-}
-
-// Fault is one clock fault with its parameters: what a scenario's clock
-// fault and an admin request resolve to, and what ApplyTo injects.
-type Fault struct {
-	// Kind is a clock fault's kind.
-	Kind Kind
-	// By is a step's, smear's or slew's change.
-	By time.Duration
-	// For is a freeze's or pause's length (zero: until released).
-	For time.Duration
-	// Window is a smear's window.
-	Window time.Duration
-	// PPM is a slew's or drift's rate.
-	PPM float64
-	// At is a leap second's wall instant.
-	At time.Time
-	// Max and Seed are a jitter's bound and seed.
-	Max  time.Duration
-	Seed uint64
-}
-
-// ApplyTo injects f into c: the one mapping from a fault to the fault
-// clock, shared by every target that runs on a Clock and by the harness's
-// shadow clocks. A kind that is not a clock fault is an error.
-func (f Fault) ApplyTo(c *Clock) error {
-	switch f.Kind {
-	case KindStep:
-		c.Step(f.By)
-	case KindFreeze:
-		c.Freeze(f.For)
-	case KindRelease:
-		c.Release()
-	case KindLeap:
-		c.Leap(f.At)
-	case KindSmear:
-		c.Smear(f.By, f.Window)
-	case KindSlew:
-		c.Slew(f.By, f.PPM)
-	case KindDrift:
-		c.Drift(f.PPM)
-	case KindPause:
-		c.Pause(f.For)
-	case KindJitter:
-		var rng *rand.Rand
-		if f.Max > 0 {
-			rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
-		}
-		c.Jitter(f.Max, rng)
-	case KindRevert:
-		c.Revert()
-	default:
-		return fmt.Errorf("faults: %q is not a clock fault", f.Kind)
-	}
-	return nil
-}
-
-// PauseEnd says how f changes a host's pause: for a pause it returns the
-// monotonic reading (ns) at which the pause ends, given the host's base
-// reading now (math.MaxInt64 for a pause until released); for a revert or
-// release it returns 0 (no pause). ok is false for every other kind, which
-// leaves the pause as it is. Targets that stop work on a paused host (as a
-// paused VM runs no goroutine) keep this value.
-func (f Fault) PauseEnd(mono int64) (until int64, ok bool) {
-	switch f.Kind {
-	case KindPause:
-		if f.For > 0 {
-			return mono + int64(f.For), true
-		}
-		return math.MaxInt64, true
-	case KindRevert, KindRelease:
-		return 0, true
-	}
-	return 0, false
 }

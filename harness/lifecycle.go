@@ -468,7 +468,7 @@ func (l *lifecycle) fault(fi int) {
 // and brings it back as restart fault fi says.
 func (l *lifecycle) restartNode(fi int, sl *slot) {
 	f := l.s.Faults[fi]
-	if err := l.stopSlot(sl, target.StopOptions{Graceful: f.Graceful, Wipe: !f.KeepCheckpoint}, "restarting"); err != nil {
+	if err := l.stopSlot(sl, target.StopOptions{Graceful: f.Graceful, Wipe: f.WipeCheckpoint}, "restarting"); err != nil {
 		l.stopFailed(fi, sl, err)
 	}
 	if f.OffsetWhileDown != 0 {
@@ -490,7 +490,7 @@ func (l *lifecycle) restartNode(fi int, sl *slot) {
 func (l *lifecycle) clockFault(fi int) {
 	f := l.s.Faults[fi]
 	now := l.d.now()
-	cf := faults.Fault{Kind: f.Kind, By: f.By, For: f.For, Window: f.Window, PPM: f.PPM}
+	cf := f.Fault
 	if f.Kind == faults.KindLeap {
 		cf.At = l.start.Add(f.At)
 	}

@@ -141,7 +141,8 @@ func (l *lifecycle) storeClockFault(fi int) {
 		return
 	}
 	before := l.storeClock.Offset()
-	cf := faults.Fault{Kind: kind, By: f.By, PPM: f.PPM, For: f.For}
+	cf := f.Fault
+	cf.Kind = kind
 	if err := cf.ApplyTo(l.storeClock); err != nil {
 		l.unconfirmed(fi, "lease store clock: "+err.Error())
 		return

@@ -3,124 +3,21 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/snowchaos/snowchaos/faults"
 )
 
-// Duration is a time.Duration that marshals to JSON as a Go duration string
-// ("-150ms") and unmarshals from one or from an integer of nanoseconds.
-type Duration time.Duration
-
-// MarshalJSON encodes d as a duration string.
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
-}
-
-// UnmarshalJSON accepts "1.5s", "-150ms" or an integer of nanoseconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("duration %s: %v", quote(s), err)
-		}
-		*d = Duration(v)
-		return nil
-	}
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return fmt.Errorf("duration %s is neither a duration string nor integer nanoseconds", quote(string(b)))
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// Fault kinds the admin API accepts, besides those of package faults.
-const ()
-
-// FaultRequest is the body of POST /admin/v1/faults: one fault and its
-// parameters. Each kind takes exactly the parameters listed; any other
-// parameter set is an error, so a misspelt scenario fails loudly. Every
-// value is bounded (FaultKinds has the table; docs/http-api.md prints it).
-//
-//	step    by            wall += by at once (negative: back)
-//	freeze  [for]         wall stands still for `for` (0 or absent: until release)
-//	release               ends a freeze or a pause
-//	leap    at | in       a leap second at `at` (RFC 3339) or `in` from the clock's now
-//	smear   by, window    wall moves by `by` linearly over `window`
-//	slew    by, [ppm]     wall moves by `by` at ppm (0: 500)
-//	drift   ppm           constant rate error
-//	pause   for           wall and mono stand still for `for`
-//	jitter  max, [seed]   readings jitter by up to max (max 0 removes it)
-type FaultRequest struct {
-	Kind   faults.Kind `json:"kind"`             // the fault kind, as above
-	By     *Duration   `json:"by,omitempty"`     // how far the wall clock moves (step, smear, slew)
-	For    *Duration   `json:"for,omitempty"`    // how long it lasts (freeze, pause)
-	Window *Duration   `json:"window,omitempty"` // a smear's window
-	PPM    *float64    `json:"ppm,omitempty"`    // a slew's or drift's rate, parts per million
-	At     *string     `json:"at,omitempty"`     // a leap second's instant, RFC 3339
-	In     *Duration   `json:"in,omitempty"`     // a leap second's delay from the clock's now
-	Max    *Duration   `json:"max,omitempty"`    // a jitter's bound
-	Seed   *uint64     `json:"seed,omitempty"`   // a jitter's random seed
-}
-
-// Ptr returns a pointer to v, for building a FaultRequest.
-func Ptr[T any](v T) *T { return &v }
-
-// params lists the parameters r sets.
-func (r FaultRequest) params() []string {
-	var out []string
-	for _, p := range []struct {
-		name string
-		set  bool
-	}{{"by", r.By != nil}, {"for", r.For != nil}, {"window", r.Window != nil}, {"ppm", r.PPM != nil},
-		{"at", r.At != nil}, {"in", r.In != nil}, {"max", r.Max != nil}, {"seed", r.Seed != nil}} {
-		if p.set {
-			out = append(out, p.name)
-		}
-	}
-	return out
-}
-
-// Fault returns the request as a fault of the vocabulary, reading c's
-// wall clock for a leap given as a delay. Call Validate (and CheckAgainst)
-// first.
-func (r FaultRequest) Fault(c *faults.Clock) faults.Fault {
-	dur := func(d *Duration) time.Duration {
-		if d == nil {
-			return 0
-		}
-		return time.Duration(*d)
-	}
-	f := faults.Fault{Kind: r.Kind, By: dur(r.By), For: dur(r.For), Window: dur(r.Window), Max: dur(r.Max)}
-	if r.PPM != nil {
-		f.PPM = *r.PPM
-	}
-	if r.Seed != nil {
-		f.Seed = *r.Seed
-	}
-	if r.Kind == faults.KindLeap {
-		if r.At != nil {
-			f.At, _ = time.Parse(time.RFC3339Nano, *r.At)
-		} else {
-			wall, _ := c.Now()
-			f.At = time.Unix(0, wall).Add(dur(r.In))
-		}
-	}
-	return f
-}
+// Duration is a time.Duration whose JSON form is a Go duration string
+// ("-150ms"); it also reads an integer of nanoseconds. It is the form of
+// every duration of the admin API, the fault parameters' included.
+type Duration = faults.Duration
 
 // ActiveFault is one entry of FaultState.Active.
 type ActiveFault struct {
@@ -237,40 +134,25 @@ func (s *Server) handleFaultsPost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	var req FaultRequest
-	if err := dec.Decode(&req); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeError(w, http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("body exceeds %d bytes", mbe.Limit))
 			return
 		}
-		if errors.Is(err, io.EOF) {
-			writeError(w, http.StatusBadRequest, errBadFault, "empty body (want a JSON fault)")
-			return
-		}
-		writeError(w, http.StatusBadRequest, errBadFault, "decoding fault: "+err.Error())
+		writeError(w, http.StatusBadRequest, errBadFault, "reading the body: "+err.Error())
 		return
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("body exceeds %d bytes", mbe.Limit))
-			return
-		}
-		writeError(w, http.StatusBadRequest, errBadFault, "trailing data after the JSON fault")
-		return
-	}
-	if err := req.Validate(); err != nil {
+	f, err := ParseFault(body)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, errBadFault, err.Error())
 		return
 	}
 	c := s.cfg.FaultClock
 	s.adminMu.Lock() // the check and the injection see one clock state
 	wall, _ := c.Now()
-	if err := req.CheckAgainst(wall, c.Offset(), len(c.Active())); err != nil {
+	if err := CheckAgainst(f, wall, c.Offset(), len(c.Active())); err != nil {
 		s.adminMu.Unlock()
 		code, short := http.StatusBadRequest, errBadFault
 		if errors.Is(err, ErrFaultConflict) {
@@ -279,30 +161,31 @@ func (s *Server) handleFaultsPost(w http.ResponseWriter, r *http.Request) {
 		writeError(w, code, short, err.Error())
 		return
 	}
-	_ = req.Fault(c).ApplyTo(c) // validated: a clock fault
+	_ = f.ApplyTo(c) // validated: a clock fault
 	st := s.faultState()
 	s.adminMu.Unlock()
-	st.Warnings = s.faultWarnings(req)
-	s.log.Info("admin: fault injected", "kind", req.Kind, "params", req.params())
+	st.Warnings = s.faultWarnings(f)
+	applied, _ := f.MarshalJSON() // valid: an admin kind
+	s.log.Info("admin: fault injected", "kind", f.Kind, "fault", string(applied))
 	writeJSON(w, http.StatusOK, st)
 }
 
 // faultWarnings says what a request's effects outlive: a fault that can
 // move the wall ahead, on a node with a checkpoint, moves the persisted
 // mark, which survives a revert and a restart.
-func (s *Server) faultWarnings(req FaultRequest) []string {
-	spec, _ := lookupKind(req.Kind)
+func (s *Server) faultWarnings(f faults.Fault) []string {
+	spec, _ := faults.Lookup(f.Kind)
 	if !spec.Forward || s.gen.Load().Settings().Checkpoint == nil {
 		return nil
 	}
 	ahead := ""
 	switch {
-	case req.Kind == faults.KindDrift && *req.PPM > 0:
+	case f.Kind == faults.KindDrift && f.PPM > 0:
 		ahead = "ever further ahead of the real clock while the drift runs"
-	case req.Kind == faults.KindJitter && time.Duration(*req.Max) > 0:
-		ahead = "up to " + time.Duration(*req.Max).String() + " ahead of the real clock"
-	case req.By != nil && *req.By > 0:
-		ahead = "up to " + time.Duration(*req.By).String() + " ahead of the real clock"
+	case f.Kind == faults.KindJitter && f.Max > 0:
+		ahead = "up to " + f.Max.String() + " ahead of the real clock"
+	case f.By > 0:
+		ahead = "up to " + f.By.String() + " ahead of the real clock"
 	default:
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 )
 
@@ -266,7 +267,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, in, out any,
 }
 
 // Inject posts a fault and returns the clock's state after it took effect.
-func (c *Client) Inject(ctx context.Context, f FaultRequest) (FaultState, error) {
+func (c *Client) Inject(ctx context.Context, f faults.Fault) (FaultState, error) {
 	var st FaultState
 	_, err := c.do(ctx, http.MethodPost, "/admin/v1/faults", f, &st, "")
 	return st, err

@@ -13,7 +13,7 @@
 //	GET    /readyz             200 when an ID call would issue now, 503 (Retry-After) otherwise
 //	                           (also while the fault clock is frozen or paused beyond the wait bound)
 //	GET    /metrics            Prometheus exposition of the node's registry
-//	POST   /admin/v1/faults    inject a clock fault (JSON FaultRequest)
+//	POST   /admin/v1/faults    inject a clock fault (JSON: faults.Fault)
 //	GET    /admin/v1/faults    active faults and the clock's offsets (FaultState)
 //	DELETE /admin/v1/faults    revert every fault
 //

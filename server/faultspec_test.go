@@ -108,3 +108,51 @@ func TestAdminForwardFaultWarns(t *testing.T) {
 		t.Errorf("warning %q does not say how far", w[0])
 	}
 }
+
+// TestAdminDuplicateKeys: a key given twice, at any depth, is a 400 naming
+// it, and the clock is untouched (a decoder that lets the last one win
+// would apply -2s here).
+func TestAdminDuplicateKeys(t *testing.T) {
+	n := newNode(t, nil)
+	for _, tc := range []struct{ body, key string }{
+		{`{"kind":"step","by":"-1s","by":"-2s"}`, `"by"`},
+		{`{"kind":"step","kind":"freeze","by":"-1s"}`, `"kind"`},
+		{`{"kind":"step","by":{"a":1,"a":2}}`, `"by"."a"`},
+		{`{"kind":"step","by":[{"x":1},{"y":{"z":1,"z":2}}]}`, `"by"[1]."y"."z"`},
+	} {
+		code, hdr, body := n.do(t, "POST", "/admin/v1/faults", adminAuth, tc.body)
+		wantError(t, code, hdr, body, 400, errBadFault, tc.key, "repeated")
+	}
+	if off := n.clock.Offset(); off != 0 || len(n.clock.Active()) != 0 {
+		t.Fatalf("a body with a repeated key changed the clock: offset %v, active %v", off, n.clock.Active())
+	}
+}
+
+// TestAdminFaultListedOrRefused: every fault the admin API accepts is
+// listed while it is active; a rate below the fault clock's resolution
+// (which would do nothing) is refused, as 0 is.
+func TestAdminFaultListedOrRefused(t *testing.T) {
+	n := newNode(t, nil)
+	for _, body := range []string{`{"kind":"drift","ppm":1e-300}`, `{"kind":"drift","ppm":-0.0004}`, `{"kind":"drift","ppm":0}`} {
+		code, hdr, b := n.do(t, "POST", "/admin/v1/faults", adminAuth, body)
+		wantError(t, code, hdr, b, 400, errBadFault, `"ppm"`)
+	}
+	if a := n.clock.Active(); len(a) != 0 {
+		t.Fatalf("refused faults are listed: %v", a)
+	}
+	for _, body := range []string{`{"kind":"drift","ppm":0.001}`, `{"kind":"drift","ppm":-1e6}`, `{"kind":"slew","by":"1ms","ppm":0.001}`,
+		`{"kind":"step","by":1}`, `{"kind":"smear","by":1,"window":1}`, `{"kind":"freeze"}`, `{"kind":"pause","for":"1h"}`,
+		`{"kind":"leap","in":0}`, `{"kind":"jitter","max":1}`} {
+		if code, _, b := n.do(t, "DELETE", "/admin/v1/faults", adminAuth, ""); code != 200 {
+			t.Fatal(code, b)
+		}
+		code, _, b := n.do(t, "POST", "/admin/v1/faults", adminAuth, body)
+		var st FaultState
+		if err := json.Unmarshal([]byte(b), &st); err != nil || code != 200 {
+			t.Fatalf("%s: %d %s", body, code, b)
+		}
+		if len(st.Active) == 0 {
+			t.Errorf("%s: accepted (200) but not listed: %s", body, b)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,8 +23,10 @@ var fuzzStart = time.Date(2026, 6, 30, 23, 59, 0, 0, time.UTC)
 // so every input replays the same), then reads the faults, issues IDs,
 // checks readiness, reverts and issues again. It fails on a panic, on a
 // request that does not finish within its deadline (a hang, a lock left
-// held), on any 5xx but a refusal's 503 from the ID API, and on a body
-// that is not the JSON the status promises.
+// held), on any 5xx but a refusal's 503 from the ID API, on a body that
+// is not the JSON the status promises, and on an accepted fault that is
+// not listed in the answer (every fault but a release, or a jitter of 0,
+// which remove, must show while it is in force).
 func FuzzAdminFaults(f *testing.F) {
 	for _, k := range FaultKinds() {
 		min, max := map[string]any{"kind": k.Kind}, map[string]any{"kind": k.Kind}
@@ -54,6 +57,9 @@ func FuzzAdminFaults(f *testing.F) {
 	f.Add([]byte(`{"kind":"drift","ppm":-1e6}`), []byte(`{"kind":"slew","by":"-8784h","ppm":1e-300}`))
 	f.Add([]byte(`{"kind":"step","by":1e3}`), []byte(`{"kind":"step","by":"1s"} x`))
 	f.Add([]byte(`[`), []byte("\x00"))
+	f.Add([]byte(`{"kind":"step","by":"-1s","by":"-2s"}`), []byte(`{"kind":"drift","ppm":1e-300}`))
+	f.Add([]byte(`{"kind":"slew","by":"1s","ppm":0.0005}`), []byte(`{"kind":"freeze","for":1,"for":2}`))
+	f.Add([]byte(`{"kind":"leap","in":0}`), []byte(`{"kind":"jitter","max":1,"seed":0}`))
 	f.Fuzz(func(t *testing.T, first, second []byte) {
 		clock := faults.New(faults.NewVirtual(fuzzStart, true))
 		gen, err := generator.New(generator.Settings{Node: 1, Clock: clock, MaxWait: 20 * time.Millisecond})
@@ -90,12 +96,20 @@ func FuzzAdminFaults(f *testing.F) {
 					t.Fatalf("%s %s: %d with body %q, not a JSON error", method, path, code, rec.Body)
 				}
 			}
-			for _, c := range ok {
-				if c == code {
-					return
+			if method == "POST" && code == 200 {
+				f, err := ParseFault(body)
+				var st FaultState
+				if err != nil || json.Unmarshal(rec.Body.Bytes(), &st) != nil {
+					t.Fatalf("%q accepted (%v), answered %s", body, err, rec.Body)
+				}
+				removes := f.Kind == faults.KindRelease || (f.Kind == faults.KindJitter && f.Max == 0)
+				if !removes && !slices.ContainsFunc(st.Active, func(a ActiveFault) bool { return a.Kind == f.Kind }) {
+					t.Fatalf("%q accepted but not listed: %s", body, rec.Body)
 				}
 			}
-			t.Fatalf("%s %s %q: status %d (want one of %v) after %q, %q: %s", method, path, body, code, ok, first, second, rec.Body)
+			if !slices.Contains(ok, code) {
+				t.Fatalf("%s %s %q: status %d (want one of %v) after %q, %q: %s", method, path, body, code, ok, first, second, rec.Body)
+			}
 		}
 		posted := []int{200, 400, 409, 413}
 		do("POST", "/admin/v1/faults", first, posted...)

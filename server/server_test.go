@@ -768,7 +768,7 @@ func TestClientIssueAndErrors(t *testing.T) {
 	if got, err := c.Issue(ctx, dst[:1]); got != 1 || err != nil || dst[0] <= dst[9] {
 		t.Fatal(got, err, dst[0], dst[9])
 	}
-	if _, err := c.Inject(ctx, FaultRequest{Kind: "step", By: Ptr(Duration(-2 * time.Second))}); err != nil {
+	if _, err := c.Inject(ctx, faults.Fault{Kind: faults.KindStep, By: -2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := c.Issue(ctx, dst)

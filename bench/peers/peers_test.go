@@ -83,7 +83,7 @@ func TestEachPeerIssues(t *testing.T) {
 func TestRestartAfterRewind(t *testing.T) {
 	l := generator.DefaultLayout()
 	for _, p := range All() {
-		if p.NotApplicable(scenario.Fault{Kind: faults.KindRestart}) != "" {
+		if p.NotApplicable(scenario.Fault{Fault: faults.Fault{Kind: faults.KindRestart}}) != "" {
 			continue
 		}
 		t.Run(p.Name, func(t *testing.T) {
@@ -176,7 +176,7 @@ func TestEveryKindAccountedFor(t *testing.T) {
 			if caps.Supports(k) == na {
 				t.Errorf("%s / %s: supported %v, n/a reason %v", p.Name, k, caps.Supports(k), na)
 			}
-			if !caps.Supports(k) && p.NotApplicable(scenario.Fault{Kind: k}) == "" {
+			if !caps.Supports(k) && p.NotApplicable(scenario.Fault{Fault: faults.Fault{Kind: k}}) == "" {
 				t.Errorf("%s / %s: unsupported but no reason", p.Name, k)
 			}
 		}

@@ -21,10 +21,7 @@ const (
 )
 
 // clockKinds are the fault kinds that act on a running node's clock.
-var clockKinds = []faults.Kind{
-	faults.KindStep, faults.KindFreeze, faults.KindLeap, faults.KindSmear,
-	faults.KindSlew, faults.KindDrift, faults.KindPause, faults.KindRevert,
-}
+var clockKinds = faults.KindsOf(faults.ScopeClock, faults.InScenario)
 
 // withNoLease adds to m the reason every peer shares for a lease-store
 // outage, and returns m.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/internal/testenv"
 	"github.com/snowchaos/snowchaos/internal/testenv/pgtest"
 	"github.com/snowchaos/snowchaos/lease"
@@ -69,7 +70,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if err != nil || len(ids) != 100 {
 		t.Fatalf("ids: %d, %v", len(ids), err)
 	}
-	st, err := c.Inject(ctx, server.FaultRequest{Kind: "step", By: server.Ptr(server.Duration(-5 * time.Second))})
+	st, err := c.Inject(ctx, faults.Fault{Kind: faults.KindStep, By: -5 * time.Second})
 	if err != nil || st.OffsetNs != int64(-5*time.Second) {
 		t.Fatalf("inject: %+v, %v", st, err)
 	}

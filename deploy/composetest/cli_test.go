@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/internal/testenv"
 	"github.com/snowchaos/snowchaos/ntpcheck/chronytest"
@@ -137,14 +138,14 @@ func TestNodeRunsWithComposeEnvironment(t *testing.T) {
 	if _, err := c.IDs(ctx, 10); err != nil {
 		t.Fatalf("IDs: %v\n%s", err, node.Log())
 	}
-	st, err := c.Inject(ctx, server.FaultRequest{Kind: "step", By: server.Ptr(server.Duration(-5 * time.Millisecond))})
+	st, err := c.Inject(ctx, faults.Fault{Kind: faults.KindStep, By: -5 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("admin API with the compose token: %v\n%s", err, node.Log())
 	}
 	if len(st.Active) == 0 {
 		t.Errorf("fault not active: %+v", st)
 	}
-	if _, err := (&server.Client{BaseURL: base, Token: "wrong"}).Inject(ctx, server.FaultRequest{Kind: "release"}); err == nil {
+	if _, err := (&server.Client{BaseURL: base, Token: "wrong"}).Inject(ctx, faults.Fault{Kind: faults.KindRelease}); err == nil {
 		t.Error("the admin API accepted a wrong token")
 	}
 	if _, err := c.IDs(ctx, 10); err != nil {

@@ -1,10 +1,10 @@
 package scenario
 
 import (
-	"fmt"
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,199 +108,219 @@ const (
 )
 
 var (
-	execKeys       = []string{"command", "dir", "env", "protocol", "request", "ready", "url", "format", "field", "id", "clock", "go_build", "time", "time_request", "time_url", "timeout", "start_timeout", "max_batch"}
 	envNameRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	placeholderRE  = regexp.MustCompile(`\{[^{}]*\}`)
 	execHolders    = []string{"{worker}", "{node}", "{port}", "{bin}"}
 	requestHolders = append([]string{"{n}"}, execHolders...)
 )
 
-// exec parses a target's exec block.
-func (p *parser) exec(n *yaml.Node, path string) *Exec {
-	m := p.mapping(n, path, execKeys...)
-	x := &Exec{Line: max(n.Line, 1), Protocol: ProtocolStdio, Request: "{n}", Format: FormatLines, ID: IDDecimal, Clock: ClockFaketime, Time: TimeAuto, TimeRequest: "time",
+// execEntry is a target's exec block in a file.
+type execEntry struct {
+	Command      list[leaf[text]] `yaml:"command"`
+	Dir          leaf[text]       `yaml:"dir"`
+	Env          raw              `yaml:"env"`
+	Protocol     leaf[text]       `yaml:"protocol"`
+	Request      leaf[text]       `yaml:"request"`
+	Ready        leaf[text]       `yaml:"ready"`
+	URL          leaf[text]       `yaml:"url"`
+	Format       leaf[text]       `yaml:"format"`
+	Field        leaf[text]       `yaml:"field"`
+	ID           leaf[text]       `yaml:"id"`
+	Clock        leaf[text]       `yaml:"clock"`
+	GoBuild      leaf[text]       `yaml:"go_build"`
+	Time         leaf[text]       `yaml:"time"`
+	TimeRequest  leaf[text]       `yaml:"time_request"`
+	TimeURL      leaf[text]       `yaml:"time_url"`
+	Timeout      leaf[duration]   `yaml:"timeout"`
+	StartTimeout leaf[duration]   `yaml:"start_timeout"`
+	MaxBatch     leaf[whole]      `yaml:"max_batch"`
+}
+
+// exec reads a target's exec block.
+func (p *parser) exec(o *object[execEntry]) *Exec {
+	n, e := o.N, &o.V
+	x := &Exec{Line: line(n), Protocol: ProtocolStdio, Request: "{n}", Format: FormatLines, ID: IDDecimal, Clock: ClockFaketime, Time: TimeAuto, TimeRequest: "time",
 		Timeout: 10 * time.Second, StartTimeout: 20 * time.Second, MaxBatch: 10_000}
-	str := func(key string, holders []string) (string, *yaml.Node, bool) {
-		e, ok := m[key]
-		if !ok {
-			return "", nil, false
+	// str reads a string of at most maxExecString bytes whose
+	// placeholders are all in holders.
+	str := func(l *leaf[text], holders []string) (string, bool) {
+		if !l.ok() {
+			return "", false
 		}
-		v, ok := p.scalar(e.val, path+"."+key, "a string")
-		if !ok {
-			return "", nil, false
-		}
+		v := string(l.V)
 		if len(v) > maxExecString {
-			p.errorf(e.val, path+"."+key, "%d characters: at most %d", len(v), maxExecString)
-			return "", nil, false
+			p.fail(l.N, "%d characters: at most %d", len(v), maxExecString)
+			return "", false
 		}
-		p.placeholders(e.val, path+"."+key, v, holders)
-		return v, e.val, true
+		p.placeholders(l.N, v, holders)
+		return v, true
 	}
-	if e, ok := m["command"]; ok {
-		items := p.sequence(e.val, path+".command")
-		if len(items) == 0 || len(items) > maxExecArgs {
-			p.errorf(e.val, path+".command", "want 1 to %d arguments, found %d", maxExecArgs, len(items))
-		}
-		for i, it := range items {
-			key := fmt.Sprintf("%s.command[%d]", path, i)
-			if v, ok := p.scalar(it, key, "a string"); ok {
-				if len(v) > maxExecString || (i == 0 && v == "") {
-					p.errorf(it, key, "want a non-empty argument of at most %d characters", maxExecString)
-					continue
-				}
-				p.placeholders(it, key, v, execHolders)
+	switch c := &e.Command; {
+	case c.N == nil:
+		p.at(n, "command", "missing: the program to run and its arguments, as a list")
+	case c.present() && (len(c.V) == 0 || len(c.V) > maxExecArgs):
+		p.fail(c.N, "want 1 to %d arguments, found %d", maxExecArgs, len(c.V))
+	}
+	for i := range e.Command.V {
+		if l := &e.Command.V[i]; l.ok() {
+			if v := string(l.V); len(v) > maxExecString || (i == 0 && v == "") {
+				p.fail(l.N, "want a non-empty argument of at most %d characters", maxExecString)
+			} else {
+				p.placeholders(l.N, v, execHolders)
 				x.Command = append(x.Command, v)
 			}
 		}
-	} else {
-		p.errorf(n, path+".command", "missing: the program to run and its arguments, as a list")
 	}
 	x.Dir = filepath.Dir(p.file)
-	if v, _, ok := str("dir", nil); ok {
+	if v, ok := str(&e.Dir, nil); ok {
 		if filepath.IsAbs(v) {
 			x.Dir = filepath.Clean(v)
 		} else {
 			x.Dir = filepath.Join(filepath.Dir(p.file), v)
 		}
 	}
-	if e, ok := m["env"]; ok {
-		en := deref(e.val)
-		if en == nil || en.Kind != yaml.MappingNode {
-			p.errorf(e.val, path+".env", "want a mapping of variable names to values, found %s", describe(e.val))
-		} else if len(en.Content)/2 > maxExecEnv {
-			p.errorf(e.val, path+".env", "%d variables: at most %d", len(en.Content)/2, maxExecEnv)
-		} else {
-			seen := map[string]bool{}
-			for i := 0; i+1 < len(en.Content); i += 2 {
-				k, v := deref(en.Content[i]), en.Content[i+1]
-				key := path + ".env." + k.Value
-				if k.Kind != yaml.ScalarNode || !envNameRE.MatchString(k.Value) || len(k.Value) > 256 {
-					p.errorf(k, path+".env", "%q is not an environment variable name", k.Value)
-					continue
-				}
-				if seen[k.Value] {
-					p.errorf(k, key, "variable %q repeated", k.Value)
-					continue
-				}
-				seen[k.Value] = true
-				if s, ok := p.scalar(v, key, "a string"); ok {
-					if len(s) > maxExecString {
-						p.errorf(v, key, "%d characters: at most %d", len(s), maxExecString)
-						continue
-					}
-					p.placeholders(v, key, s, execHolders)
-					x.Env = append(x.Env, EnvVar{k.Value, s})
-				}
-			}
-		}
+	if e.Env.N != nil {
+		x.Env = p.env(e.Env.N)
 	}
-	choice := func(key string, dst *string, allowed ...string) {
-		if v, node, ok := str(key, nil); ok {
-			if !contains(allowed, v) {
-				p.errorf(node, path+"."+key, "want %s, found %q%s", strings.Join(allowed, " or "), v, suggest(v, allowed))
+	choice := func(l *leaf[text], dst *string, allowed ...string) {
+		if v, ok := str(l, nil); ok {
+			if !slices.Contains(allowed, v) {
+				p.fail(l.N, "want %s, found %q%s", strings.Join(allowed, " or "), v, suggest(v, allowed))
 				return
 			}
 			*dst = v
 		}
 	}
-	choice("protocol", &x.Protocol, ProtocolStdio, ProtocolHTTP)
-	choice("format", &x.Format, FormatLines, FormatJSONArray, FormatJSONField)
-	choice("id", &x.ID, idFormats()...)
-	choice("clock", &x.Clock, ClockFaketime, ClockGo, ClockNone)
-	if v, node, ok := str("request", requestHolders); ok {
-		if strings.ContainsAny(v, "\n\r") {
-			p.errorf(node, path+".request", "one line: no newline")
+	choice(&e.Protocol, &x.Protocol, ProtocolStdio, ProtocolHTTP)
+	choice(&e.Format, &x.Format, FormatLines, FormatJSONArray, FormatJSONField)
+	choice(&e.ID, &x.ID, idFormats()...)
+	choice(&e.Clock, &x.Clock, ClockFaketime, ClockGo, ClockNone)
+	choice(&e.Time, &x.Time, TimeAuto, TimeOn, TimeOff)
+	// line reads a string that must be one line (and, unless empty is
+	// allowed, not empty).
+	line := func(l *leaf[text], dst *string, holders []string, emptyOK bool, msg string) {
+		if v, ok := str(l, holders); ok {
+			if strings.ContainsAny(v, "\n\r") || (v == "" && !emptyOK) {
+				p.fail(l.N, "%s", msg)
+			}
+			*dst = v
 		}
-		x.Request = v
 	}
-	if v, node, ok := str("ready", nil); ok {
-		if strings.ContainsAny(v, "\n\r") || v == "" {
-			p.errorf(node, path+".ready", "want one non-empty line")
+	line(&e.Request, &x.Request, requestHolders, true, "one line: no newline")
+	line(&e.Ready, &x.Ready, nil, false, "want one non-empty line")
+	line(&e.TimeRequest, &x.TimeRequest, execHolders, false, "want one non-empty line")
+	loopback := func(l *leaf[text], dst *string, holders []string, example string) {
+		v, ok := str(l, holders)
+		if !ok {
+			return
 		}
-		x.Ready = v
-	}
-	loopback := func(key, v string, node *yaml.Node, example string) {
+		*dst = v
 		u, err := url.Parse(strings.NewReplacer("{n}", "1", "{port}", "1", "{worker}", "1", "{node}", "a", "{bin}", "b").Replace(v))
 		switch {
 		case err != nil || u.Scheme != "http" || u.Host == "":
-			p.errorf(node, path+"."+key, "want an http:// URL such as %s, found %q", example, v)
+			p.fail(l.N, "want an http:// URL such as %s, found %q", example, v)
 		case u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost" && u.Hostname() != "::1":
-			p.errorf(node, path+"."+key, "host %q: the exec target talks to its children on loopback only (127.0.0.1)", u.Hostname())
+			p.fail(l.N, "host %q: the exec target talks to its children on loopback only (127.0.0.1)", u.Hostname())
 		}
 	}
-	if v, node, ok := str("url", requestHolders); ok {
-		x.URL = v
-		loopback("url", v, node, "http://127.0.0.1:{port}/ids?count={n}")
-	}
-	choice("time", &x.Time, TimeAuto, TimeOn, TimeOff)
-	if v, node, ok := str("time_request", execHolders); ok {
-		if strings.ContainsAny(v, "\n\r") || v == "" {
-			p.errorf(node, path+".time_request", "want one non-empty line")
+	loopback(&e.URL, &x.URL, requestHolders, "http://127.0.0.1:{port}/ids?count={n}")
+	loopback(&e.TimeURL, &x.TimeURL, execHolders, "http://127.0.0.1:{port}/time")
+	x.Field, _ = str(&e.Field, nil)
+	x.GoBuild, _ = str(&e.GoBuild, nil)
+	for _, t := range []struct {
+		l   *leaf[duration]
+		dst *time.Duration
+	}{{&e.Timeout, &x.Timeout}, {&e.StartTimeout, &x.StartTimeout}} {
+		if d := dur(t.l); t.l.ok() && (d < time.Millisecond || d > 5*time.Minute) {
+			p.fail(t.l.N, "%s is out of range [%s, %s]", d, time.Millisecond, 5*time.Minute)
+			*t.dst = 0
+		} else if t.l.ok() {
+			*t.dst = d
 		}
-		x.TimeRequest = v
 	}
-	if v, node, ok := str("time_url", execHolders); ok {
-		x.TimeURL = v
-		loopback("time_url", v, node, "http://127.0.0.1:{port}/time")
-	}
-	if v, _, ok := str("field", nil); ok {
-		x.Field = v
-	}
-	if v, _, ok := str("go_build", nil); ok {
-		x.GoBuild = v
-	}
-	if e, ok := m["timeout"]; ok {
-		x.Timeout = p.boundedDuration(e.val, path+".timeout", time.Millisecond, 5*time.Minute)
-	}
-	if e, ok := m["start_timeout"]; ok {
-		x.StartTimeout = p.boundedDuration(e.val, path+".start_timeout", time.Millisecond, 5*time.Minute)
-	}
-	if e, ok := m["max_batch"]; ok {
-		if v, ok := p.integer(e.val, path+".max_batch", 1, maxExecBatch); ok {
-			x.MaxBatch = int(v)
-		}
+	if v, ok := p.within(&e.MaxBatch, 1, maxExecBatch); ok {
+		x.MaxBatch = int(v)
 	}
 	switch {
 	case x.Protocol == ProtocolHTTP && x.URL == "":
-		p.errorf(n, path+".url", "missing: the http protocol needs the URL that returns IDs")
+		p.at(n, "url", "missing: the http protocol needs the URL that returns IDs")
 	case x.Protocol == ProtocolStdio && x.URL != "":
-		p.errorf(m["url"].key, path+".url", "the stdio protocol takes no url (set protocol: http)")
+		p.failKey(e.URL.N, "the stdio protocol takes no url (set protocol: http)")
 	case x.Protocol == ProtocolHTTP && x.Ready != "":
-		p.errorf(m["ready"].key, path+".ready", "the http protocol waits for the port, not a line (ready is for stdio)")
+		p.failKey(e.Ready.N, "the http protocol waits for the port, not a line (ready is for stdio)")
 	}
 	if x.Format == FormatJSONField && x.Field == "" {
-		p.errorf(n, path+".field", "missing: the json-field format needs the field's name")
+		p.at(n, "field", "missing: the json-field format needs the field's name")
 	}
 	if x.Format != FormatJSONField && x.Field != "" {
-		p.errorf(m["field"].key, path+".field", "only the json-field format takes a field (format is %s)", x.Format)
+		p.failKey(e.Field.N, "only the json-field format takes a field (format is %s)", x.Format)
 	}
 	switch {
 	case x.Protocol == ProtocolStdio && x.TimeURL != "":
-		p.errorf(m["time_url"].key, path+".time_url", "the stdio protocol asks for the time on stdin (time_request); time_url is for protocol: http")
-	case x.Protocol == ProtocolHTTP && m["time_request"].key != nil:
-		p.errorf(m["time_request"].key, path+".time_request", "the http protocol asks for the time at time_url; time_request is for protocol: stdio")
+		p.failKey(e.TimeURL.N, "the stdio protocol asks for the time on stdin (time_request); time_url is for protocol: http")
+	case x.Protocol == ProtocolHTTP && e.TimeRequest.N != nil:
+		p.failKey(e.TimeRequest.N, "the http protocol asks for the time at time_url; time_request is for protocol: stdio")
 	case x.Protocol == ProtocolHTTP && x.Time == TimeOn && x.TimeURL == "":
-		p.errorf(m["time"].key, path+".time", "time: on over http needs time_url, the URL that answers the process's clock reading")
-	case x.Time == TimeOff && (x.TimeURL != "" || m["time_request"].key != nil):
-		p.errorf(m["time"].key, path+".time", "time: off, but the block says how to ask for the time: drop one or the other")
+		p.failKey(e.Time.N, "time: on over http needs time_url, the URL that answers the process's clock reading")
+	case x.Time == TimeOff && (x.TimeURL != "" || e.TimeRequest.N != nil):
+		p.failKey(e.Time.N, "time: off, but the block says how to ask for the time: drop one or the other")
 	}
 	if x.Clock == ClockGo && x.GoBuild == "" {
-		p.errorf(n, path+".go_build", "missing: clock: go rebuilds the program from source: name its Go package (go_build: ./cmd/x)")
+		p.at(n, "go_build", "missing: clock: go rebuilds the program from source: name its Go package (go_build: ./cmd/x)")
 	}
 	if x.Clock != ClockGo && x.GoBuild != "" {
-		p.errorf(m["go_build"].key, path+".go_build", "go_build needs clock: go")
+		p.failKey(e.GoBuild.N, "go_build needs clock: go")
 	}
 	uses := strings.Join(x.Command, " ")
 	for _, v := range x.Env {
 		uses += " " + v.Value
 	}
 	if strings.Contains(uses, "{bin}") && x.GoBuild == "" {
-		p.errorf(n, path+".command", "{bin} is the program built from go_build, which is not set")
+		p.at(n, "command", "{bin} is the program built from go_build, which is not set")
 	}
 	if x.Protocol == ProtocolHTTP && !strings.Contains(uses+x.URL, "{port}") {
-		p.errorf(n, path+".url", "the http protocol needs {port} in the URL and in the command or env (the port the process must listen on)")
+		p.at(n, "url", "the http protocol needs {port} in the URL and in the command or env (the port the process must listen on)")
 	}
 	return x
+}
+
+// env reads an exec block's environment: a mapping of variable names to
+// strings, in file order.
+func (p *parser) env(n *yaml.Node) []EnvVar {
+	n = deref(n)
+	switch {
+	case n.Kind != yaml.MappingNode:
+		p.fail(n, "want a mapping of variable names to values, found %s", describe(n))
+		return nil
+	case len(n.Content)/2 > maxExecEnv:
+		p.fail(n, "%d variables: at most %d", len(n.Content)/2, maxExecEnv)
+		return nil
+	}
+	var out []EnvVar
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		name, ok := scalar(k)
+		switch {
+		case !ok || !envNameRE.MatchString(name) || len(name) > 256:
+			p.errorf(k, p.paths[n], "%q is not an environment variable name", k.Value)
+		case seen[name]:
+			p.fail(k, "variable %q repeated", name)
+		default:
+			seen[name] = true
+			s, ok := scalar(v)
+			switch {
+			case !ok:
+				p.fail(v, "want a string, found %s", describe(v))
+			case len(s) > maxExecString:
+				p.fail(v, "%d characters: at most %d", len(s), maxExecString)
+			default:
+				p.placeholders(v, s, execHolders)
+				out = append(out, EnvVar{name, s})
+			}
+		}
+	}
+	return out
 }
 
 // idFormats are the values of an exec block's id: decimal for Snowflakes,
@@ -325,23 +345,10 @@ func (x *Exec) IDKind() verify.Kind {
 }
 
 // placeholders reports a {placeholder} in v that is not in allowed.
-func (p *parser) placeholders(n *yaml.Node, key, v string, allowed []string) {
+func (p *parser) placeholders(n *yaml.Node, v string, allowed []string) {
 	for _, h := range placeholderRE.FindAllString(v, -1) {
-		if !contains(allowed, h) {
-			p.errorf(n, key, "unknown placeholder %s%s (known here: %s)", h, suggest(h, allowed), strings.Join(allowed, ", "))
+		if !slices.Contains(allowed, h) {
+			p.fail(n, "unknown placeholder %s%s (known here: %s)", h, suggest(h, allowed), strings.Join(allowed, ", "))
 		}
 	}
-}
-
-// boundedDuration parses a duration in [lo, hi].
-func (p *parser) boundedDuration(n *yaml.Node, key string, lo, hi time.Duration) time.Duration {
-	d, ok := p.duration(n, key, false)
-	if !ok {
-		return 0
-	}
-	if d < lo || d > hi {
-		p.errorf(n, key, "%s is out of range [%s, %s]", d, lo, hi)
-		return 0
-	}
-	return d
 }

@@ -29,6 +29,11 @@ func FuzzParse(f *testing.F) {
 		"invariants: [\"lease_overruns == 0\"]\ntargets: [{name: w, use: wait, fence_margin: on}]\n"))
 	f.Add([]byte("name: x\nduration: 9s\nnodes: [{name: a, worker: 1, checkpoint: on, reserve: 0}]\nload: {rate: 1/s, batch: 1500}\n" +
 		"faults: [{at: 1s, kind: restart, point: mid_batch, nodes: [a]}, {at: 2s, kind: restart, graceful: on}]\ninvariants: [\"restart_violations == 0\"]\ntargets: [{name: w, use: wait, reserve: 1h}]\n"))
+	f.Add([]byte("name: x\nmode: real\nduration: 1s\nnodes: [{name: a, worker: 1}]\nload: {rate: 10/s}\ninvariants: [\"duplicates == 0\"]\n" +
+		"targets: [{name: js, use: exec, exec: {command: [a, \"{port}\"], env: {A: \"{worker}\"}, protocol: http, url: \"http://127.0.0.1:{port}/ids?n={n}\", time: on, time_url: \"http://127.0.0.1:{port}/t\", timeout: 2s}}]\n"))
+	f.Add([]byte("name:\nduration: ~\nnodes: [~, {name: a, worker: }]\nload: {rate: }\nfaults: [{at: 1s, kind: step, by: }]\ninvariants: [~]\nexpect:\n"))
+	f.Add([]byte("name: x\nduration: 9s\nnodes: [&n {name: a, worker: 1, lease: memory}, {name: b, worker: 2, lease: memory, lease_ttl: &t 2s}]\nload: {rate: 1/s}\n" +
+		"faults: [{at: 1s, kind: store_outage, for: *t, nodes: [a]}, {at: 3s, kind: drift, ppm: 1e-300}]\ninvariants: [\"duplicates == 0\"]\n"))
 	f.Add([]byte("a: &a [*a]"))
 	f.Add([]byte("- - -"))
 	f.Add([]byte("name: [\n"))

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -70,7 +71,11 @@ func Parse(file string, data []byte) (s *Scenario, err error) {
 		}
 		root = root.Content[0]
 	}
-	s = p.scenario(root)
+	p.paths, p.keys = paths(root)
+	var f object[fileEntry]
+	_ = f.UnmarshalYAML(root) // never fails: what is wrong, report says
+	f.report(p, "")
+	s = p.scenario(&f)
 	if err := p.errs.Err(); err != nil {
 		return nil, err
 	}
@@ -92,319 +97,296 @@ func (p *parser) syntaxError(err error) *Error {
 	return &Error{File: p.file, Line: line, Msg: "invalid YAML: " + msg}
 }
 
+// parser collects the problems of one file.
 type parser struct {
-	file string
-	errs ErrorList
+	file  string
+	errs  ErrorList
+	paths map[*yaml.Node]string     // every node's key path
+	keys  map[*yaml.Node]*yaml.Node // a mapping value's key
 }
 
+// errorf reports a problem at n's line under key, once (an aliased value
+// is decoded, and reported, wherever it is used).
 func (p *parser) errorf(n *yaml.Node, key, format string, args ...any) {
-	if len(p.errs) >= maxErrors {
-		return
-	}
 	line, col := 1, 0
 	if n != nil && n.Line > 0 {
 		line, col = n.Line, n.Column
 	}
-	p.errs = append(p.errs, &Error{File: p.file, Line: line, Column: col, Key: key, Msg: fmt.Sprintf(format, args...)})
-}
-
-// deref follows aliases.
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 16; i++ {
-		n = n.Alias
+	e := &Error{File: p.file, Line: line, Column: col, Key: key, Msg: fmt.Sprintf(format, args...)}
+	if len(p.errs) < maxErrors && !slices.ContainsFunc(p.errs, func(o *Error) bool { return *o == *e }) {
+		p.errs = append(p.errs, e)
 	}
-	return n
 }
 
-// entry is one key of a mapping with its value.
-type entry struct {
-	key *yaml.Node
-	val *yaml.Node
+// fail reports a problem with the value (or key) n, under its key path.
+func (p *parser) fail(n *yaml.Node, format string, args ...any) {
+	p.errorf(n, p.paths[n], format, args...)
 }
 
-// mapping checks that n is a mapping whose keys are all in allowed,
-// reporting unknown keys (with a suggestion) and repeated keys, and
-// returns the entries by key.
-func (p *parser) mapping(n *yaml.Node, path string, allowed ...string) map[string]entry {
-	n = deref(n)
-	out := map[string]entry{}
-	if n == nil || n.Kind != yaml.MappingNode {
-		p.errorf(n, path, "want a mapping with keys %s, found %s", strings.Join(allowed, ", "), describe(n))
-		return out
+// failKey reports a problem with the key whose value is n, at the key's
+// line.
+func (p *parser) failKey(n *yaml.Node, format string, args ...any) {
+	if k := p.keys[n]; k != nil {
+		n = k
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), n.Content[i+1]
-		if k == nil || k.Kind != yaml.ScalarNode {
-			p.errorf(k, path, "keys must be plain names")
-			continue
-		}
-		name := k.Value
-		kp := join(path, name)
-		if !contains(allowed, name) {
-			p.errorf(k, kp, "unknown key %q%s (known: %s)", name, suggest(name, allowed), strings.Join(allowed, ", "))
-			continue
-		}
-		if _, dup := out[name]; dup {
-			p.errorf(k, kp, "key %q repeated", name)
-			continue
-		}
-		out[name] = entry{k, deref(v)}
-	}
-	return out
+	p.fail(n, format, args...)
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
+// at reports a problem with key of the mapping parent (a key that is
+// missing, or a rule between keys), at parent's line.
+func (p *parser) at(parent *yaml.Node, key, format string, args ...any) {
+	p.errorf(parent, join(p.paths[parent], key), format, args...)
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func describe(n *yaml.Node) string {
-	n = deref(n)
+// line returns n's line, at least 1.
+func line(n *yaml.Node) int {
 	if n == nil {
-		return "nothing"
+		return 1
 	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "nothing"
-		}
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "something else"
+	return max(n.Line, 1)
 }
 
-// scalar returns the value of a scalar node, or reports what it found.
-func (p *parser) scalar(n *yaml.Node, key, want string) (string, bool) {
-	n = deref(n)
-	if n == nil || n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		p.errorf(n, key, "want %s, found %s", want, describe(n))
-		return "", false
-	}
-	return n.Value, true
+// The tagged structs a file decodes into: every key a file may hold is a
+// yaml tag below (a fault's parameters: faults.Specs).
+
+// fileEntry is a scenario file's document.
+type fileEntry struct {
+	Name        leaf[name]               `yaml:"name"`
+	Description leaf[text]               `yaml:"description"`
+	Seed        leaf[whole]              `yaml:"seed"`
+	Mode        leaf[text]               `yaml:"mode"`
+	Duration    leaf[duration]           `yaml:"duration"`
+	Start       leaf[instant]            `yaml:"start"`
+	Nodes       list[object[nodeEntry]]  `yaml:"nodes"`
+	Targets     list[targetEntry]        `yaml:"targets"`
+	Load        object[loadEntry]        `yaml:"load"`
+	Faults      list[object[faultEntry]] `yaml:"faults"`
+	Invariants  list[raw]                `yaml:"invariants"`
+	Expect      raw                      `yaml:"expect"`
+	Simulation  object[simEntry]         `yaml:"simulation"`
+	RealNA      leaf[text]               `yaml:"real_na" want:"a reason (why real mode cannot judge this)"`
 }
 
-func (p *parser) str(n *yaml.Node, key string) string {
-	s, _ := p.scalar(n, key, "a string")
-	return s
+// settings are what a node declares and a target overrides.
+type settings struct {
+	Policy     leaf[text]     `yaml:"policy" want:"wait, refuse or logical"`
+	MaxWait    leaf[duration] `yaml:"max_wait"`
+	MaxLead    leaf[duration] `yaml:"max_lead"`
+	Reserve    leaf[duration] `yaml:"reserve"`
+	Lease      leaf[text]     `yaml:"lease" want:"memory, none, postgres://..., etcd://host:port or zk://host:port[/root]"`
+	Checkpoint leaf[onOff]    `yaml:"checkpoint"`
+	Leased     leaseSettings  `yaml:",inline"`
 }
 
-func (p *parser) name(n *yaml.Node, key string) string {
-	s, ok := p.scalar(n, key, "a name")
-	if !ok {
-		return ""
-	}
-	if !validName(s) {
-		p.errorf(n, key, "%q is not a valid name: use letters, digits, '-', '_' and '.', starting with a letter or digit", s)
-		return ""
-	}
-	return s
+// leaseSettings mean something only with a lease.
+type leaseSettings struct {
+	LeaseTTL         leaf[duration] `yaml:"lease_ttl"`
+	HandoffGuard     leaf[onOff]    `yaml:"handoff_guard"`
+	PauseCheck       leaf[onOff]    `yaml:"pause_check"`
+	Fence            leaf[onOff]    `yaml:"fence"`
+	MarkWriteThrough leaf[onOff]    `yaml:"mark_write_through"`
+	PeerClockCheck   leaf[onOff]    `yaml:"peer_clock_check"`
+	PeerClockMaxSkew leaf[duration] `yaml:"peer_clock_max_skew"`
+	FenceMargin      leaf[onOff]    `yaml:"fence_margin"`
 }
 
-func validName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
+// switches pairs each on/off lease setting with the node field that says
+// it is off and the target field that overrides it.
+func (k *leaseSettings) switches(n *Node, t *Target) []struct {
+	l    *leaf[onOff]
+	off  *bool
+	over **bool
+} {
+	return []struct {
+		l    *leaf[onOff]
+		off  *bool
+		over **bool
+	}{
+		{&k.HandoffGuard, &n.NoHandoffGuard, &t.HandoffGuard}, {&k.PauseCheck, &n.NoPauseCheck, &t.PauseCheck},
+		{&k.Fence, &n.NoFence, &t.Fence}, {&k.MarkWriteThrough, &n.NoMarkWriteThrough, &t.MarkWriteThrough},
+		{&k.PeerClockCheck, &n.NoPeerClockCheck, &t.PeerClockCheck}, {&k.FenceMargin, &n.NoFenceMargin, &t.FenceMargin},
 	}
-	for i, c := range s {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case i > 0 && (c == '-' || c == '_' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
-func (p *parser) integer(n *yaml.Node, key string, lo, hi int64) (int64, bool) {
-	s, ok := p.scalar(n, key, "a whole number")
-	if !ok {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64)
-	if err != nil {
-		p.errorf(n, key, "want a whole number, found %q", s)
-		return 0, false
-	}
-	if v < lo || v > hi {
-		p.errorf(n, key, "%d is out of range [%d, %d]", v, lo, hi)
-		return 0, false
-	}
-	return v, true
+// nodeEntry is one of a file's nodes.
+type nodeEntry struct {
+	Name        leaf[name]    `yaml:"name"`
+	Worker      leaf[whole]   `yaml:"worker"`
+	Layout      leaf[text]    `yaml:"layout" want:"a layout: a preset name or T/N/S[@tick]"`
+	Epoch       leaf[instant] `yaml:"epoch"`
+	Settings    settings      `yaml:",inline"`
+	ClockOffset leaf[offset]  `yaml:"clock_offset"`
+	Leased      struct {
+		WorkerRange raw        `yaml:"worker_range"`
+		Holder      leaf[name] `yaml:"holder"`
+	} `yaml:",inline"`
 }
 
-func (p *parser) number(n *yaml.Node, key string) (float64, bool) {
-	s, ok := p.scalar(n, key, "a number")
-	if !ok {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		p.errorf(n, key, "want a number, found %q", s)
-		return 0, false
-	}
-	return v, true
+// targetEntry is one of a file's targets: a name, or a mapping.
+type targetEntry struct {
+	Name leaf[name]
+	Obj  object[targetObject]
 }
 
-func (p *parser) boolean(n *yaml.Node, key string) (bool, bool) {
-	s, ok := p.scalar(n, key, "on or off")
-	if !ok {
-		return false, false
+// UnmarshalYAML implements yaml.Unmarshaler; it never fails.
+func (t *targetEntry) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return t.Name.UnmarshalYAML(n)
 	}
-	switch strings.ToLower(s) {
-	case "true", "on", "yes":
-		return true, true
-	case "false", "off", "no":
-		return false, true
-	}
-	p.errorf(n, key, "want on or off (true or false), found %q", s)
-	return false, false
+	return t.Obj.UnmarshalYAML(n)
 }
 
-// maxDuration bounds every duration in a file (a year).
-const maxDuration = 366 * 24 * time.Hour
-
-// duration parses a Go duration; negative values only when signed.
-func (p *parser) duration(n *yaml.Node, key string, signed bool) (time.Duration, bool) {
-	s, ok := p.scalar(n, key, "a duration such as 150ms")
-	if !ok {
-		return 0, false
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		p.errorf(n, key, "want a duration such as 150ms or 24h, found %q", s)
-		return 0, false
-	}
-	if d < 0 && !signed {
-		p.errorf(n, key, "must not be negative, found %s", s)
-		return 0, false
-	}
-	if d > maxDuration || d < -maxDuration {
-		p.errorf(n, key, "%s is longer than a year", s)
-		return 0, false
-	}
-	return d, true
+// report reports the name or the mapping.
+func (t *targetEntry) report(p *parser, _ string) {
+	t.Name.report(p, "")
+	t.Obj.report(p, "")
 }
 
-func (p *parser) timestamp(n *yaml.Node, key string) (time.Time, bool) {
-	s, ok := p.scalar(n, key, "an RFC 3339 time such as 2026-06-30T23:59:30Z")
-	if !ok {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		p.errorf(n, key, "want an RFC 3339 time such as 2026-06-30T23:59:30Z, found %q", s)
-		return time.Time{}, false
-	}
-	if t.Year() < 1971 || t.Year() > 2200 {
-		p.errorf(n, key, "%s is outside the years 1971 to 2200", s)
-		return time.Time{}, false
-	}
-	return t.UTC(), true
+// targetObject is a target given as a mapping.
+type targetObject struct {
+	Name          leaf[name]        `yaml:"name"`
+	Use           leaf[name]        `yaml:"use"`
+	Settings      settings          `yaml:",inline"`
+	NotApplicable leaf[text]        `yaml:"not_applicable" want:"ok or error"`
+	Invariants    list[raw]         `yaml:"invariants"`
+	Exec          object[execEntry] `yaml:"exec"`
+	RealNA        leaf[text]        `yaml:"real_na" want:"a reason (why real mode cannot judge this)"`
 }
 
-func (p *parser) sequence(n *yaml.Node, key string) []*yaml.Node {
-	n = deref(n)
-	if n == nil || n.Kind != yaml.SequenceNode {
-		p.errorf(n, key, "want a list, found %s", describe(n))
-		return nil
-	}
-	out := make([]*yaml.Node, len(n.Content))
-	for i, c := range n.Content {
-		out[i] = deref(c)
-	}
-	return out
+// loadEntry is a file's load: stages, or a single stage's rate and for.
+type loadEntry struct {
+	Per        leaf[text]               `yaml:"per"`
+	Clients    leaf[whole]              `yaml:"clients"`
+	Batch      leaf[whole]              `yaml:"batch"`
+	Stages     list[object[stageEntry]] `yaml:"stages"`
+	Single     stageEntry               `yaml:",inline"`
+	FaultBurst leaf[duration]           `yaml:"fault_burst"`
 }
 
-var topKeys = []string{"name", "description", "seed", "mode", "duration", "start", "nodes", "targets", "load", "faults", "invariants", "expect", "simulation", "real_na"}
+// maxFaultBurst bounds load.fault_burst.
+const maxFaultBurst = time.Second
 
-func (p *parser) scenario(root *yaml.Node) *Scenario {
-	s := &Scenario{File: p.file, Mode: ModeSimulated, Seed: 1, Start: DefaultStart, Line: max(root.Line, 1)}
-	m := p.mapping(root, "", topKeys...)
-	if e, ok := m["name"]; ok {
-		s.Name = p.name(e.val, "name")
-	} else {
-		p.errorf(root, "name", "missing: every scenario needs a name")
-	}
-	if e, ok := m["description"]; ok {
-		s.Description = p.str(e.val, "description")
-	}
-	if e, ok := m["real_na"]; ok {
-		s.RealNA = p.realNA(e.val, "real_na")
-	}
-	if e, ok := m["seed"]; ok {
-		s.Seed, _ = p.integer(e.val, "seed", math.MinInt64, math.MaxInt64)
-	}
-	if e, ok := m["mode"]; ok {
-		switch v := p.str(e.val, "mode"); v {
-		case string(ModeSimulated), string(ModeReal):
-			s.Mode = Mode(v)
-		case "":
-		default:
-			p.errorf(e.val, "mode", "want simulated or real, found %q%s", v, suggest(v, []string{"simulated", "real"}))
-		}
-	}
-	durOK := false
-	if e, ok := m["duration"]; ok {
-		s.Duration, durOK = p.duration(e.val, "duration", false)
-		if durOK && s.Duration == 0 {
-			p.errorf(e.val, "duration", "must be positive")
-			durOK = false
-		}
-	} else {
-		p.errorf(root, "duration", "missing: how long the run lasts, e.g. duration: 10s")
-	}
-	if e, ok := m["start"]; ok {
-		if t, ok := p.timestamp(e.val, "start"); ok {
-			s.Start = t
-		}
-	}
-	if e, ok := m["nodes"]; ok {
-		s.Nodes = p.nodes(e.val)
-	} else {
-		p.errorf(root, "nodes", "missing: a scenario needs at least one node")
-	}
-	if e, ok := m["load"]; ok {
-		s.Load = p.load(e.val, s.Duration, durOK)
-	} else {
-		p.errorf(root, "load", "missing: the request load, e.g. load: {rate: 5000/s}")
-	}
-	if e, ok := m["simulation"]; ok {
-		s.Simulation = p.simulation(e.val)
-	}
-	if e, ok := m["faults"]; ok {
-		s.Faults = p.faults(e.val, s, durOK)
-	}
-	if e, ok := m["targets"]; ok {
-		s.Targets = p.targets(e.val, s)
-	} else {
-		s.Targets = []Target{{Name: "declared", Use: "declared", Line: s.Line}}
-	}
-	if e, ok := m["invariants"]; ok {
-		for i, n := range p.sequence(e.val, "invariants") {
-			key := fmt.Sprintf("invariants[%d]", i)
-			if x, ok := p.expr(n, key, ""); ok {
-				p.checkDuring(s, n, key, x)
-				s.Invariants = append(s.Invariants, x)
+// stageEntry is one load stage.
+type stageEntry struct {
+	Rate leaf[text]     `yaml:"rate" want:"a rate such as 5000/s, or max"`
+	For  leaf[duration] `yaml:"for"`
+}
+
+// simEntry is a file's simulation section.
+type simEntry struct {
+	Budget  leaf[whole]    `yaml:"budget"`
+	Hot     leaf[duration] `yaml:"hot"`
+	Service leaf[duration] `yaml:"service"`
+}
+
+// faultEntry is one of a file's faults: where and when, and the kind's
+// parameters (Params, by name, from faults.Specs).
+type faultEntry struct {
+	Name    leaf[name]     `yaml:"name"`
+	At      leaf[duration] `yaml:"at"`
+	Kind    leaf[text]     `yaml:"kind" want:"a fault kind"`
+	Nodes   raw            `yaml:"nodes"`
+	Observe leaf[duration] `yaml:"observe"`
+	Params  map[string]raw `yaml:",inline"`
+}
+
+// extraKeys are the parameters of every fault a scenario takes.
+func (*faultEntry) extraKeys() []string {
+	var keys []string
+	for _, sp := range faults.Specs() {
+		for _, prm := range sp.ParamsIn(faults.InScenario) {
+			if !slices.Contains(keys, prm.Name) {
+				keys = append(keys, prm.Name)
 			}
 		}
 	}
-	if e, ok := m["expect"]; ok {
-		s.Expect = p.expect(e.val, s)
+	return keys
+}
+
+// dur returns a duration leaf's value, 0 when it is absent or malformed.
+func dur[T duration | offset](l *leaf[T]) time.Duration {
+	if !l.ok() {
+		return 0
+	}
+	return time.Duration(l.V)
+}
+
+// within returns a whole number within [lo, hi].
+func (p *parser) within(l *leaf[whole], lo, hi int64) (int64, bool) {
+	if !l.ok() {
+		return 0, false
+	}
+	if v := int64(l.V); v < lo || v > hi {
+		p.fail(l.N, "%d is out of range [%d, %d]", v, lo, hi)
+		return 0, false
+	}
+	return int64(l.V), true
+}
+
+// givenKeys returns the keys of struct *v (yaml tags) whose values are
+// present, with their nodes, in order.
+func givenKeys(v any) (keys []string, nodes []*yaml.Node) {
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		tag, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("yaml"), ",")
+		if n, _ := rv.Field(i).FieldByName("N").Interface().(*yaml.Node); n != nil {
+			keys, nodes = append(keys, tag), append(nodes, n)
+		}
+	}
+	return keys, nodes
+}
+
+func (p *parser) scenario(f *object[fileEntry]) *Scenario {
+	root, x := f.N, &f.V
+	s := &Scenario{File: p.file, Mode: ModeSimulated, Seed: 1, Start: DefaultStart, Line: line(root)}
+	if x.Name.ok() {
+		s.Name = string(x.Name.V)
+	} else if x.Name.N == nil {
+		p.at(root, "name", "missing: every scenario needs a name")
+	}
+	s.Description = string(x.Description.V)
+	s.RealNA = p.realNA(&x.RealNA)
+	if x.Seed.ok() {
+		s.Seed = int64(x.Seed.V)
+	}
+	if x.Mode.ok() {
+		switch v := string(x.Mode.V); v {
+		case string(ModeSimulated), string(ModeReal):
+			s.Mode = Mode(v)
+		case "": // the default
+		default:
+			p.fail(x.Mode.N, "want simulated or real, found %q%s", v, suggest(v, []string{"simulated", "real"}))
+		}
+	}
+	s.Duration = dur(&x.Duration)
+	durOK := s.Duration > 0
+	if x.Duration.ok() && s.Duration == 0 {
+		p.fail(x.Duration.N, "must be positive")
+	} else if x.Duration.N == nil {
+		p.at(root, "duration", "missing: how long the run lasts, e.g. duration: 10s")
+	}
+	if x.Start.ok() {
+		s.Start = time.Time(x.Start.V)
+	}
+	if x.Nodes.N == nil {
+		p.at(root, "nodes", "missing: a scenario needs at least one node")
+	}
+	s.Nodes = p.nodes(&x.Nodes)
+	if x.Load.N == nil {
+		p.at(root, "load", "missing: the request load, e.g. load: {rate: 5000/s}")
+	} else {
+		s.Load = p.load(&x.Load, s.Duration, durOK)
+	}
+	s.Simulation = p.simulation(&x.Simulation)
+	s.Faults = p.faults(&x.Faults, s, durOK)
+	if x.Targets.N == nil {
+		s.Targets = []Target{{Name: "declared", Use: "declared", Line: s.Line}}
+	} else {
+		s.Targets = p.targets(&x.Targets, s)
+	}
+	s.Invariants = p.invariants(&x.Invariants, s)
+	if x.Expect.N != nil {
+		s.Expect = p.expect(x.Expect.N, s)
 	}
 	p.checkStoreOutage(s)
 	p.checkCrashHandoffs(s)
@@ -414,177 +396,137 @@ func (p *parser) scenario(root *yaml.Node) *Scenario {
 		hasTargetInvariants = hasTargetInvariants || len(t.Invariants) > 0
 	}
 	if len(s.Invariants) == 0 && len(s.Expect) == 0 && !hasTargetInvariants && len(p.errs) == 0 {
-		p.errorf(root, "invariants", "missing: a scenario must assert something, e.g. invariants: [\"duplicates == 0\"]")
+		p.at(root, "invariants", "missing: a scenario must assert something, e.g. invariants: [\"duplicates == 0\"]")
 	}
 	return s
 }
 
-var nodeKeys = []string{"name", "worker", "policy", "max_wait", "max_lead", "reserve", "layout", "epoch", "checkpoint", "lease",
-	"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "mark_write_through", "peer_clock_check", "peer_clock_max_skew",
-	"clock_offset", "holder", "fence_margin"}
+// invariants reads a list of invariants.
+func (p *parser) invariants(l *list[raw], s *Scenario) []Expr {
+	var out []Expr
+	for _, it := range l.V {
+		if x, ok := p.expr(it.N, ""); ok {
+			p.checkDuring(s, it.N, x)
+			out = append(out, x)
+		}
+	}
+	return out
+}
 
-// leaseKeys are the node keys that only mean something with a lease.
-var leaseKeys = []string{"lease_ttl", "worker_range", "handoff_guard", "pause_check", "fence", "mark_write_through",
-	"peer_clock_check", "peer_clock_max_skew", "holder", "fence_margin"}
-
-func (p *parser) nodes(n *yaml.Node) []Node {
-	items := p.sequence(n, "nodes")
-	if n != nil && len(items) == 0 && deref(n).Kind == yaml.SequenceNode {
-		p.errorf(n, "nodes", "empty: a scenario needs at least one node")
+func (p *parser) nodes(l *list[object[nodeEntry]]) []Node {
+	if l.present() && len(l.V) == 0 {
+		p.fail(l.N, "empty: a scenario needs at least one node")
 	}
 	var out []Node
 	seen := map[string]bool{}
-	for i, it := range items {
-		path := fmt.Sprintf("nodes[%d]", i)
-		m := p.mapping(it, path, nodeKeys...)
-		nd := Node{Lease: LeaseNone, Layout: generator.DefaultLayout(), Line: max(it.Line, 1)}
-		if e, ok := m["name"]; ok {
-			nd.Name = p.name(e.val, path+".name")
-			if nd.Name != "" && seen[nd.Name] {
-				p.errorf(e.val, path+".name", "node %q declared twice", nd.Name)
+	for i := range l.V {
+		o := &l.V[i]
+		x, k := &o.V, &o.V.Settings
+		nd := Node{Lease: LeaseNone, Layout: generator.DefaultLayout(), Line: line(o.N)}
+		if x.Name.ok() {
+			nd.Name = string(x.Name.V)
+			if seen[nd.Name] {
+				p.fail(x.Name.N, "node %q declared twice", nd.Name)
 			}
 			if nd.Name == "all" {
-				p.errorf(e.val, path+".name", "\"all\" is reserved for faults aimed at every node")
+				p.fail(x.Name.N, "\"all\" is reserved for faults aimed at every node")
 			}
 			seen[nd.Name] = true
-		} else {
-			p.errorf(it, path+".name", "missing: every node needs a name")
+		} else if x.Name.N == nil {
+			p.at(o.N, "name", "missing: every node needs a name")
 		}
-		if e, ok := m["layout"]; ok {
-			if v, ok := p.scalar(e.val, path+".layout", "a layout: a preset name or T/N/S[@tick]"); ok {
-				l, err := generator.ParseLayout(v)
-				if err != nil {
-					var names []string
-					for _, pr := range generator.Presets() {
-						names = append(names, pr.Name)
-					}
-					p.errorf(e.val, path+".layout", "%v%s (presets: %s; or any T/N/S[@tick] with T+N+S = 63)", err, suggest(v, names), strings.Join(names, ", "))
-				} else {
-					nd.Layout, nd.LayoutName = l, v
+		if x.Layout.ok() {
+			v := string(x.Layout.V)
+			if l, err := generator.ParseLayout(v); err != nil {
+				var names []string
+				for _, pr := range generator.Presets() {
+					names = append(names, pr.Name)
 				}
+				p.fail(x.Layout.N, "%v%s (presets: %s; or any T/N/S[@tick] with T+N+S = 63)", err, suggest(v, names), strings.Join(names, ", "))
+			} else {
+				nd.Layout, nd.LayoutName = l, v
 			}
 		}
-		if e, ok := m["epoch"]; ok {
-			if t, ok := p.timestamp(e.val, path+".epoch"); ok {
-				nd.Layout.Epoch = t
-				if err := nd.Layout.Validate(); err != nil {
-					p.errorf(e.val, path+".epoch", "%v", err)
-				}
+		if x.Epoch.ok() {
+			nd.Layout.Epoch = time.Time(x.Epoch.V)
+			if err := nd.Layout.Validate(); err != nil {
+				p.fail(x.Epoch.N, "%v", err)
 			}
 		}
-		if e, ok := m["worker"]; ok {
-			nd.Worker, _ = p.integer(e.val, path+".worker", 0, nd.Layout.MaxNode())
-		} else {
-			p.errorf(it, path+".worker", "missing: the worker (node) ID embedded in the node's IDs")
+		if x.Worker.N == nil {
+			p.at(o.N, "worker", "missing: the worker (node) ID embedded in the node's IDs")
 		}
-		if e, ok := m["policy"]; ok {
-			if v, ok := p.scalar(e.val, path+".policy", "wait, refuse or logical"); ok {
-				pol, err := generator.ParsePolicy(v)
-				if err != nil {
-					p.errorf(e.val, path+".policy", "want wait, refuse or logical, found %q%s", v, suggest(v, []string{"wait", "refuse", "logical"}))
-				}
-				nd.Policy = pol
-			}
+		nd.Worker, _ = p.within(&x.Worker, 0, nd.Layout.MaxNode())
+		nd.Policy, _ = p.policy(&k.Policy)
+		nd.MaxWait, nd.MaxLead, nd.Reserve = dur(&k.MaxWait), dur(&k.MaxLead), p.reserve(&k.Reserve)
+		nd.Checkpoint = bool(k.Checkpoint.V)
+		if k.Lease.N != nil {
+			nd.Lease = p.lease(&k.Lease)
 		}
-		nd.MaxWait = p.optDuration(m, "max_wait", path)
-		nd.MaxLead = p.optDuration(m, "max_lead", path)
-		nd.Reserve = p.reserve(m, path)
-		if e, ok := m["checkpoint"]; ok {
-			nd.Checkpoint, _ = p.boolean(e.val, path+".checkpoint")
-		}
-		if e, ok := m["lease"]; ok {
-			nd.Lease = p.lease(e.val, path+".lease")
-		}
-		nd.LeaseTTL = p.leaseTTL(m, path)
-		if e, ok := m["worker_range"]; ok {
-			nd.WorkerRange = p.workerRange(e.val, path+".worker_range", nd.Layout.MaxNode())
+		nd.LeaseTTL = p.leaseTTL(&k.Leased.LeaseTTL)
+		if wr := x.Leased.WorkerRange.N; wr != nil {
+			nd.WorkerRange = p.workerRange(wr, nd.Layout.MaxNode())
 			if r := nd.WorkerRange; r != nil && (nd.Worker < r.Min || nd.Worker > r.Max) {
-				p.errorf(e.val, path+".worker_range", "the node's worker %d (the one it prefers) lies outside its range %s", nd.Worker, r)
+				p.fail(wr, "the node's worker %d (the one it prefers) lies outside its range %s", nd.Worker, r)
 			}
 		}
-		if e, ok := m["handoff_guard"]; ok {
-			if b, ok := p.boolean(e.val, path+".handoff_guard"); ok {
-				nd.NoHandoffGuard = !b
+		for _, sw := range k.Leased.switches(&nd, &Target{}) {
+			if sw.l.ok() {
+				*sw.off = !bool(sw.l.V)
 			}
 		}
-		if e, ok := m["pause_check"]; ok {
-			if b, ok := p.boolean(e.val, path+".pause_check"); ok {
-				nd.NoPauseCheck = !b
-			}
-		}
-		if e, ok := m["fence"]; ok {
-			if b, ok := p.boolean(e.val, path+".fence"); ok {
-				nd.NoFence = !b
-			}
-		}
-		if e, ok := m["mark_write_through"]; ok {
-			if b, ok := p.boolean(e.val, path+".mark_write_through"); ok {
-				nd.NoMarkWriteThrough = !b
-			}
-		}
-		if e, ok := m["peer_clock_check"]; ok {
-			if b, ok := p.boolean(e.val, path+".peer_clock_check"); ok {
-				nd.NoPeerClockCheck = !b
-			}
-		}
-		nd.PeerClockMaxSkew = p.peerClockMaxSkew(m, path)
-		if e, ok := m["fence_margin"]; ok {
-			if b, ok := p.boolean(e.val, path+".fence_margin"); ok {
-				nd.NoFenceMargin = !b
-			}
-		}
-		if e, ok := m["holder"]; ok {
-			nd.Holder = p.name(e.val, path+".holder")
+		nd.PeerClockMaxSkew = p.peerClockMaxSkew(&k.Leased.PeerClockMaxSkew)
+		if h := &x.Leased.Holder; h.ok() {
+			nd.Holder = string(h.V)
 			for _, o := range out {
-				if nd.Holder != "" && (o.Holder == nd.Holder || (o.Holder == "" && o.Name == nd.Holder)) {
-					p.errorf(e.val, path+".holder", "holder %q is already node %s's identity: two nodes with one identity are a clone (fault clone with same_holder)", nd.Holder, o.Name)
+				if o.Holder == nd.Holder || (o.Holder == "" && o.Name == nd.Holder) {
+					p.fail(h.N, "holder %q is already node %s's identity: two nodes with one identity are a clone (fault clone with same_holder)", nd.Holder, o.Name)
 				}
 			}
 		}
 		if nd.Lease == LeaseNone {
-			for _, k := range leaseKeys {
-				if e, ok := m[k]; ok {
-					p.errorf(e.key, path+"."+k, "%s needs a lease: add lease: memory to the node", k)
-				}
+			keys, nodes := givenKeys(&k.Leased)
+			k2, n2 := givenKeys(&x.Leased)
+			for i, n := range append(nodes, n2...) {
+				p.failKey(n, "%s needs a lease: add lease: memory to the node", append(keys, k2...)[i])
 			}
 		}
-		if e, ok := m["clock_offset"]; ok {
-			nd.ClockOffset, _ = p.duration(e.val, path+".clock_offset", true)
-		}
+		nd.ClockOffset = dur(&x.ClockOffset)
 		out = append(out, nd)
 	}
 	return out
 }
 
-func (p *parser) optDuration(m map[string]entry, key, path string) time.Duration {
-	e, ok := m[key]
-	if !ok {
-		return 0
+// policy reads a rewind policy.
+func (p *parser) policy(l *leaf[text]) (generator.Policy, bool) {
+	if !l.ok() {
+		return 0, false
 	}
-	d, _ := p.duration(e.val, join(path, key), false)
-	return d
+	v := string(l.V)
+	pol, err := generator.ParsePolicy(v)
+	if err != nil {
+		p.fail(l.N, "want wait, refuse or logical, found %q%s", v, suggest(v, []string{"wait", "refuse", "logical"}))
+		return 0, false
+	}
+	return pol, true
 }
 
 // MaxReserve bounds a node's reserve (the serve command's --reserve
 // has the same bound).
 const MaxReserve = time.Hour
 
-// reserve parses a reserve within [0, MaxReserve]; an explicit 0 is
+// reserve reads a reserve within [0, MaxReserve]; an explicit 0 is
 // generator.NoReserve (absent: the generator's default).
-func (p *parser) reserve(m map[string]entry, path string) time.Duration {
-	e, ok := m["reserve"]
-	if !ok {
+func (p *parser) reserve(l *leaf[duration]) time.Duration {
+	if !l.ok() {
 		return 0
 	}
-	d, ok := p.duration(e.val, path+".reserve", false)
-	if !ok {
+	d := time.Duration(l.V)
+	switch {
+	case d > MaxReserve:
+		p.fail(l.N, "%s is out of range [0, %s]", FormatDuration(d), FormatDuration(MaxReserve))
 		return 0
-	}
-	if d > MaxReserve {
-		p.errorf(e.val, path+".reserve", "%s is out of range [0, %s]", FormatDuration(d), FormatDuration(MaxReserve))
-		return 0
-	}
-	if d == 0 {
+	case d == 0:
 		return generator.NoReserve
 	}
 	return d
@@ -594,86 +536,81 @@ func (p *parser) reserve(m map[string]entry, path string) time.Duration {
 // Keeper needs room for a renewal every third of it within its margin.
 const minLeaseTTL = 200 * time.Millisecond
 
-func (p *parser) leaseTTL(m map[string]entry, path string) time.Duration {
-	e, ok := m["lease_ttl"]
-	if !ok {
-		return 0
-	}
-	d, ok := p.duration(e.val, path+".lease_ttl", false)
-	if ok && d < minLeaseTTL {
-		p.errorf(e.val, path+".lease_ttl", "%s is shorter than %s: the lease keeper renews every third of it within a safety margin", d, minLeaseTTL)
+// leaseTTL reads a lease TTL of at least minLeaseTTL.
+func (p *parser) leaseTTL(l *leaf[duration]) time.Duration {
+	d := dur(l)
+	if l.ok() && d < minLeaseTTL {
+		p.fail(l.N, "%s is shorter than %s: the lease keeper renews every third of it within a safety margin", d, minLeaseTTL)
 		return 0
 	}
 	return d
 }
 
-// peerClockMaxSkew parses a peer clock check bound within (0, lease.MaxPeerClockSkew].
-func (p *parser) peerClockMaxSkew(m map[string]entry, path string) time.Duration {
-	e, ok := m["peer_clock_max_skew"]
-	if !ok {
-		return 0
-	}
-	d, ok := p.duration(e.val, path+".peer_clock_max_skew", false)
-	if ok && (d <= 0 || d > lease.MaxPeerClockSkew) {
-		p.errorf(e.val, path+".peer_clock_max_skew", "%s outside (0, %s] (switch the check off with peer_clock_check: off)", FormatDuration(d), FormatDuration(lease.MaxPeerClockSkew))
+// peerClockMaxSkew reads a peer clock check bound within (0,
+// lease.MaxPeerClockSkew].
+func (p *parser) peerClockMaxSkew(l *leaf[duration]) time.Duration {
+	d := dur(l)
+	if l.ok() && (d <= 0 || d > lease.MaxPeerClockSkew) {
+		p.fail(l.N, "%s outside (0, %s] (switch the check off with peer_clock_check: off)", FormatDuration(d), FormatDuration(lease.MaxPeerClockSkew))
 		return 0
 	}
 	return d
 }
 
-// workerRange parses "min-max" or [min, max] within [0, maxNode].
-func (p *parser) workerRange(n *yaml.Node, key string, maxNode int64) *WorkerRange {
+// workerRange reads "min-max" or [min, max] within [0, maxNode].
+func (p *parser) workerRange(n *yaml.Node, maxNode int64) *WorkerRange {
+	n = deref(n)
+	v, isScalar := scalar(n)
 	var lo, hi string
 	switch {
-	case n != nil && n.Kind == yaml.SequenceNode && len(n.Content) == 2:
-		a, ok1 := p.scalar(n.Content[0], key+"[0]", "a worker ID")
-		b, ok2 := p.scalar(n.Content[1], key+"[1]", "a worker ID")
+	case n.Kind == yaml.SequenceNode && len(n.Content) == 2:
+		var ok1, ok2 bool
+		lo, ok1 = scalar(n.Content[0])
+		hi, ok2 = scalar(n.Content[1])
 		if !ok1 || !ok2 {
+			p.fail(n, "want a range of worker IDs such as 0-11 or [0, 11], found %s", describe(n))
 			return nil
 		}
-		lo, hi = a, b
-	case n != nil && n.Kind == yaml.ScalarNode && n.Tag != "!!null":
+	case isScalar:
 		var ok bool
-		lo, hi, ok = strings.Cut(n.Value, "-")
-		if !ok {
-			p.errorf(n, key, "want a range of worker IDs such as 0-11 or [0, 11], found %q", n.Value)
+		if lo, hi, ok = strings.Cut(v, "-"); !ok {
+			p.fail(n, "want a range of worker IDs such as 0-11 or [0, 11], found %q", v)
 			return nil
 		}
 	default:
-		p.errorf(n, key, "want a range of worker IDs such as 0-11 or [0, 11], found %s", describe(n))
+		p.fail(n, "want a range of worker IDs such as 0-11 or [0, 11], found %s", describe(n))
 		return nil
 	}
 	a, err1 := strconv.ParseInt(strings.TrimSpace(lo), 10, 64)
 	b, err2 := strconv.ParseInt(strings.TrimSpace(hi), 10, 64)
 	switch {
 	case err1 != nil || err2 != nil:
-		p.errorf(n, key, "want a range of worker IDs such as 0-11 or [0, 11], found %q-%q", lo, hi)
+		p.fail(n, "want a range of worker IDs such as 0-11 or [0, 11], found %q-%q", lo, hi)
 		return nil
 	case a < 0 || b < a || b > maxNode:
-		p.errorf(n, key, "range %d-%d is not within [0, %d] with min <= max", a, b, maxNode)
+		p.fail(n, "range %d-%d is not within [0, %d] with min <= max", a, b, maxNode)
 		return nil
 	}
 	return &WorkerRange{Min: a, Max: b}
 }
 
-// lease parses a lease backend: none, memory, or a lease store's URL
+// lease reads a lease backend: none, memory, or a lease store's URL
 // (postgres://user@host:port/db?..., etcd://host:port[,host:port],
-// zk://host:port[,host:port][/root]).
-func (p *parser) lease(n *yaml.Node, key string) string {
-	v, ok := p.scalar(n, key, leaseWant)
-	if !ok {
+// zk://host:port[,host:port][/root]); "" when it is none of these.
+func (p *parser) lease(l *leaf[text]) string {
+	if !l.ok() {
 		return ""
 	}
+	v := string(l.V)
 	switch LeaseKind(v) {
 	case LeaseNone, LeaseMemory:
 		return v
 	case LeasePostgres:
-		u, err := url.Parse(v)
-		if err != nil || u.Host == "" || u.Opaque != "" {
-			p.errorf(n, key, "want a Postgres URL such as postgres://user@host:5432/db?sslmode=disable, found %q", redactURL(v))
-			return ""
+		if u, err := url.Parse(v); err == nil && u.Host != "" && u.Opaque == "" {
+			return v
 		}
-		return v
+		p.fail(l.N, "want a Postgres URL such as postgres://user@host:5432/db?sslmode=disable, found %q", redactURL(v))
+		return ""
 	case LeaseEtcd:
 		u, err := url.Parse(v)
 		if err == nil && u.User == nil && u.Opaque == "" && (u.Path == "" || u.Path == "/") && u.RawQuery == "" {
@@ -686,16 +623,16 @@ func (p *parser) lease(n *yaml.Node, key string) string {
 				return v
 			}
 		}
-		p.errorf(n, key, "want etcd://host:port[,host:port], found %q", redactURL(v))
+		p.fail(l.N, "want etcd://host:port[,host:port], found %q", redactURL(v))
 		return ""
 	case LeaseZooKeeper:
 		if _, _, err := zkurl.Parse(v); err != nil {
-			p.errorf(n, key, "%v", err)
+			p.fail(l.N, "%v", err)
 			return ""
 		}
 		return v
 	}
-	p.errorf(n, key, "want %s, found %q%s", leaseWant, redactURL(v), suggest(v, []string{LeaseMemory, LeaseNone}))
+	p.fail(l.N, "want %s, found %q%s", leaseWant, redactURL(v), suggest(v, []string{LeaseMemory, LeaseNone}))
 	return ""
 }
 
@@ -710,124 +647,30 @@ func redactURL(v string) string {
 	return v
 }
 
-var targetKeys = []string{"name", "use", "policy", "max_wait", "max_lead", "reserve", "lease", "checkpoint",
-	"lease_ttl", "handoff_guard", "pause_check", "fence", "mark_write_through", "peer_clock_check", "peer_clock_max_skew",
-	"fence_margin", "not_applicable", "invariants", "exec", "real_na"}
-
-func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
+func (p *parser) targets(l *list[targetEntry], s *Scenario) []Target {
+	if l.present() && len(l.V) == 0 {
+		p.fail(l.N, "empty: leave targets out to run the nodes as declared")
+	}
 	var out []Target
 	seen := map[string]bool{}
-	items := p.sequence(n, "targets")
-	if n != nil && len(items) == 0 && deref(n).Kind == yaml.SequenceNode {
-		p.errorf(n, "targets", "empty: leave targets out to run the nodes as declared")
-	}
-	for i, it := range items {
-		path := fmt.Sprintf("targets[%d]", i)
-		t := Target{Line: max(it.Line, 1)}
-		if it.Kind == yaml.ScalarNode {
-			t.Name = p.name(it, path)
-			t.Use = t.Name
+	for i := range l.V {
+		e := &l.V[i]
+		var t Target
+		if e.Name.N != nil {
+			t = Target{Name: string(e.Name.V), Use: string(e.Name.V), Line: line(e.Name.N)}
 			if t.Use == ExecTarget {
-				p.errorf(it, path+".exec", "missing: use: %s needs an exec block (command, protocol, format, env)", ExecTarget)
+				p.at(e.Name.N, "exec", "missing: use: %s needs an exec block (command, protocol, format, env)", ExecTarget)
 			}
 		} else {
-			m := p.mapping(it, path, targetKeys...)
-			if e, ok := m["name"]; ok {
-				t.Name = p.name(e.val, path+".name")
-			} else {
-				p.errorf(it, path+".name", "missing: the target's row name")
-			}
-			t.Use = t.Name
-			if e, ok := m["use"]; ok {
-				t.Use = p.name(e.val, path+".use")
-			}
-			if e, ok := m["policy"]; ok {
-				if v, ok := p.scalar(e.val, path+".policy", "wait, refuse or logical"); ok {
-					if pol, err := generator.ParsePolicy(v); err != nil {
-						p.errorf(e.val, path+".policy", "want wait, refuse or logical, found %q%s", v, suggest(v, []string{"wait", "refuse", "logical"}))
-					} else {
-						t.Policy = &pol
-					}
-				}
-			}
-			t.MaxWait = p.optDuration(m, "max_wait", path)
-			t.MaxLead = p.optDuration(m, "max_lead", path)
-			t.Reserve = p.reserve(m, path)
-			if e, ok := m["lease"]; ok {
-				t.Lease = p.lease(e.val, path+".lease")
-			}
-			if e, ok := m["checkpoint"]; ok {
-				if b, ok := p.boolean(e.val, path+".checkpoint"); ok {
-					t.Checkpoint = &b
-				}
-			}
-			t.LeaseTTL = p.leaseTTL(m, path)
-			if e, ok := m["handoff_guard"]; ok {
-				if b, ok := p.boolean(e.val, path+".handoff_guard"); ok {
-					t.HandoffGuard = &b
-				}
-			}
-			if e, ok := m["pause_check"]; ok {
-				if b, ok := p.boolean(e.val, path+".pause_check"); ok {
-					t.PauseCheck = &b
-				}
-			}
-			if e, ok := m["fence"]; ok {
-				if b, ok := p.boolean(e.val, path+".fence"); ok {
-					t.Fence = &b
-				}
-			}
-			if e, ok := m["mark_write_through"]; ok {
-				if b, ok := p.boolean(e.val, path+".mark_write_through"); ok {
-					t.MarkWriteThrough = &b
-				}
-			}
-			if e, ok := m["peer_clock_check"]; ok {
-				if b, ok := p.boolean(e.val, path+".peer_clock_check"); ok {
-					t.PeerClockCheck = &b
-				}
-			}
-			t.PeerClockMaxSkew = p.peerClockMaxSkew(m, path)
-			if e, ok := m["fence_margin"]; ok {
-				if b, ok := p.boolean(e.val, path+".fence_margin"); ok {
-					t.FenceMargin = &b
-				}
-			}
-			if e, ok := m["not_applicable"]; ok {
-				if v, ok := p.scalar(e.val, path+".not_applicable", "ok or error"); ok {
-					switch strings.ToLower(v) {
-					case "ok", "on", "true", "yes":
-						t.NotApplicable = true
-					case "error", "off", "false", "no":
-					default:
-						p.errorf(e.val, path+".not_applicable", "want ok (report the target n/a when it cannot take the scenario) or error, found %q", v)
-					}
-				}
-			}
-			if e, ok := m["real_na"]; ok {
-				t.RealNA = p.realNA(e.val, path+".real_na")
-			}
-			if e, ok := m["exec"]; ok {
-				t.Exec = p.exec(e.val, path+".exec")
-				if t.Use != ExecTarget {
-					p.errorf(e.key, path+".exec", "an exec block needs use: %s (target %q uses %q)", ExecTarget, t.Name, t.Use)
-				}
-			} else if t.Use == ExecTarget {
-				p.errorf(it, path+".exec", "missing: use: %s needs an exec block (command, protocol, format, env)", ExecTarget)
-			}
-			if e, ok := m["invariants"]; ok {
-				for j, n := range p.sequence(e.val, path+".invariants") {
-					key := fmt.Sprintf("%s.invariants[%d]", path, j)
-					if x, ok := p.expr(n, key, ""); ok {
-						p.checkDuring(s, n, key, x)
-						t.Invariants = append(t.Invariants, x)
-					}
-				}
-			}
+			t = p.target(&e.Obj, s)
 		}
 		if t.Name != "" {
 			if seen[t.Name] {
-				p.errorf(it, path, "target %q listed twice", t.Name)
+				entry := e.Name.N
+				if entry == nil {
+					entry = e.Obj.N
+				}
+				p.fail(entry, "target %q listed twice", t.Name)
 			}
 			seen[t.Name] = true
 		}
@@ -836,62 +679,96 @@ func (p *parser) targets(n *yaml.Node, s *Scenario) []Target {
 	return out
 }
 
-var loadKeys = []string{"per", "clients", "batch", "stages", "rate", "for", "fault_burst"}
-
-// maxFaultBurst bounds load.fault_burst.
-const maxFaultBurst = time.Second
-
-func (p *parser) load(n *yaml.Node, duration time.Duration, durOK bool) Load {
-	l := Load{PerNode: true, Clients: 1, Batch: 1, Line: max(deref(n).Line, 1)}
-	m := p.mapping(n, "load", loadKeys...)
-	if e, ok := m["per"]; ok {
-		switch v := p.str(e.val, "load.per"); v {
-		case "node":
-			l.PerNode = true
-		case "total":
-			l.PerNode = false
-		case "":
+// target reads a target given as a mapping.
+func (p *parser) target(o *object[targetObject], s *Scenario) Target {
+	x, k := &o.V, &o.V.Settings
+	t := Target{Name: string(x.Name.V), Line: line(o.N)}
+	if x.Name.N == nil {
+		p.at(o.N, "name", "missing: the target's row name")
+	}
+	t.Use = t.Name
+	if x.Use.ok() {
+		t.Use = string(x.Use.V)
+	} else if x.Use.N != nil {
+		t.Use = ""
+	}
+	if pol, ok := p.policy(&k.Policy); ok {
+		t.Policy = &pol
+	}
+	t.MaxWait, t.MaxLead, t.Reserve = dur(&k.MaxWait), dur(&k.MaxLead), p.reserve(&k.Reserve)
+	if k.Lease.N != nil {
+		t.Lease = p.lease(&k.Lease)
+	}
+	if k.Checkpoint.ok() {
+		t.Checkpoint = new(bool(k.Checkpoint.V))
+	}
+	t.LeaseTTL = p.leaseTTL(&k.Leased.LeaseTTL)
+	for _, sw := range k.Leased.switches(&Node{}, &t) {
+		if sw.l.ok() {
+			*sw.over = new(bool(sw.l.V))
+		}
+	}
+	t.PeerClockMaxSkew = p.peerClockMaxSkew(&k.Leased.PeerClockMaxSkew)
+	if na := &x.NotApplicable; na.ok() {
+		switch v := string(na.V); strings.ToLower(v) {
+		case "ok", "on", "true", "yes":
+			t.NotApplicable = true
+		case "error", "off", "false", "no":
 		default:
-			p.errorf(e.val, "load.per", "want node or total, found %q%s", v, suggest(v, []string{"node", "total"}))
+			p.fail(na.N, "want ok (report the target n/a when it cannot take the scenario) or error, found %q", v)
 		}
 	}
-	if e, ok := m["clients"]; ok {
-		if v, ok := p.integer(e.val, "load.clients", 1, 10_000); ok {
-			l.Clients = int(v)
+	t.RealNA = p.realNA(&x.RealNA)
+	if x.Exec.N != nil {
+		t.Exec = p.exec(&x.Exec)
+		if t.Use != ExecTarget {
+			p.failKey(x.Exec.N, "an exec block needs use: %s (target %q uses %q)", ExecTarget, t.Name, t.Use)
+		}
+	} else if t.Use == ExecTarget {
+		p.at(o.N, "exec", "missing: use: %s needs an exec block (command, protocol, format, env)", ExecTarget)
+	}
+	t.Invariants = p.invariants(&x.Invariants, s)
+	return t
+}
+
+func (p *parser) load(o *object[loadEntry], duration time.Duration, durOK bool) Load {
+	x := &o.V
+	l := Load{PerNode: true, Clients: 1, Batch: 1, Line: line(o.N)}
+	if x.Per.ok() {
+		switch v := string(x.Per.V); v {
+		case "node", "total":
+			l.PerNode = v == "node"
+		case "": // the default
+		default:
+			p.fail(x.Per.N, "want node or total, found %q%s", v, suggest(v, []string{"node", "total"}))
 		}
 	}
-	if e, ok := m["batch"]; ok {
-		if v, ok := p.integer(e.val, "load.batch", 1, 1_000_000); ok {
-			l.Batch = int(v)
-		}
+	if v, ok := p.within(&x.Clients, 1, 10_000); ok {
+		l.Clients = int(v)
 	}
-	if e, ok := m["fault_burst"]; ok {
-		if d, ok := p.duration(e.val, "load.fault_burst", false); ok {
-			if d > maxFaultBurst {
-				p.errorf(e.val, "load.fault_burst", "%s: at most %s", d, maxFaultBurst)
-			}
-			l.FaultBurst = d
-		}
+	if v, ok := p.within(&x.Batch, 1, 1_000_000); ok {
+		l.Batch = int(v)
 	}
-	_, hasRate := m["rate"]
-	_, hasFor := m["for"]
-	if e, ok := m["stages"]; ok {
-		if hasRate || hasFor {
-			p.errorf(e.key, "load.stages", "give either stages or a single rate (and for), not both")
+	if l.FaultBurst = dur(&x.FaultBurst); l.FaultBurst > maxFaultBurst {
+		p.fail(x.FaultBurst.N, "%s: at most %s", l.FaultBurst, maxFaultBurst)
+	}
+	single := x.Single.Rate.N != nil || x.Single.For.N != nil
+	switch {
+	case x.Stages.N != nil:
+		if single {
+			p.failKey(x.Stages.N, "give either stages or a single rate (and for), not both")
 		}
-		items := p.sequence(e.val, "load.stages")
-		if len(items) == 0 && e.val.Kind == yaml.SequenceNode {
-			p.errorf(e.val, "load.stages", "empty: give at least one stage")
+		if x.Stages.present() && len(x.Stages.V) == 0 {
+			p.fail(x.Stages.N, "empty: give at least one stage")
 		}
-		for i, it := range items {
-			path := fmt.Sprintf("load.stages[%d]", i)
-			sm := p.mapping(it, path, "rate", "for")
-			l.Stages = append(l.Stages, p.stage(it, sm, path, i == len(items)-1))
+		for i := range x.Stages.V {
+			st := &x.Stages.V[i]
+			l.Stages = append(l.Stages, p.stage(&st.V, st.N, i == len(x.Stages.V)-1))
 		}
-	} else if hasRate {
-		l.Stages = []Stage{p.stage(n, m, "load", true)}
-	} else {
-		p.errorf(n, "load", "missing: stages, or a rate such as rate: 5000/s")
+	case x.Single.Rate.N != nil:
+		l.Stages = []Stage{p.stage(&x.Single, o.N, true)}
+	case o.present():
+		p.fail(o.N, "missing: stages, or a rate such as rate: 5000/s")
 	}
 	if durOK {
 		var total time.Duration
@@ -900,40 +777,37 @@ func (p *parser) load(n *yaml.Node, duration time.Duration, durOK bool) Load {
 			if st.For == 0 {
 				st.For = duration - total
 				if st.For <= 0 {
-					p.errorf(n, fmt.Sprintf("load.stages[%d]", i), "earlier stages already fill the duration %s", duration)
+					p.errorf(o.N, fmt.Sprintf("load.stages[%d]", i), "earlier stages already fill the duration %s", duration)
 				}
 			}
 			total += st.For
 		}
 		if total > duration {
-			p.errorf(n, "load", "stages last %s, beyond the duration %s", total, duration)
+			p.fail(o.N, "stages last %s, beyond the duration %s", total, duration)
 		}
 	}
 	return l
 }
 
-func (p *parser) stage(n *yaml.Node, m map[string]entry, path string, last bool) Stage {
-	st := Stage{Line: max(n.Line, 1)}
-	if e, ok := m["rate"]; ok {
-		if v, ok := p.scalar(e.val, path+".rate", "a rate such as 5000/s, or max"); ok {
-			if v == "max" {
-				st.Max = true
-			} else if r, err := ParseRate(v); err != nil {
-				p.errorf(e.val, path+".rate", "%v", err)
-			} else {
-				st.Rate = r
-			}
+func (p *parser) stage(x *stageEntry, n *yaml.Node, last bool) Stage {
+	st := Stage{Line: line(n)}
+	switch {
+	case x.Rate.ok() && x.Rate.V == "max":
+		st.Max = true
+	case x.Rate.ok():
+		if r, err := ParseRate(string(x.Rate.V)); err != nil {
+			p.fail(x.Rate.N, "%v", err)
+		} else {
+			st.Rate = r
 		}
-	} else {
-		p.errorf(n, path+".rate", "missing: requests per unit of time, e.g. rate: 5000/s, or rate: max")
+	case x.Rate.N == nil:
+		p.at(n, "rate", "missing: requests per unit of time, e.g. rate: 5000/s, or rate: max")
 	}
-	if e, ok := m["for"]; ok {
-		st.For, _ = p.duration(e.val, path+".for", false)
-		if st.For == 0 {
-			p.errorf(e.val, path+".for", "must be positive")
-		}
-	} else if !last {
-		p.errorf(n, path+".for", "missing: only the last stage may run until the end")
+	st.For = dur(&x.For)
+	if x.For.ok() && st.For == 0 {
+		p.fail(x.For.N, "must be positive")
+	} else if x.For.N == nil && !last {
+		p.at(n, "for", "missing: only the last stage may run until the end")
 	}
 	return st
 }
@@ -976,38 +850,19 @@ func ParseRate(s string) (float64, error) {
 	return r, nil
 }
 
-func (p *parser) simulation(n *yaml.Node) Simulation {
-	sim := Simulation{Line: max(n.Line, 1)}
-	m := p.mapping(n, "simulation", "budget", "hot", "service")
-	if e, ok := m["budget"]; ok {
-		if v, ok := p.integer(e.val, "simulation.budget", 1000, 100_000_000); ok {
-			sim.Budget = int(v)
-		}
+func (p *parser) simulation(o *object[simEntry]) Simulation {
+	x := &o.V
+	sim := Simulation{Line: line(o.N), Hot: dur(&x.Hot), Service: dur(&x.Service)}
+	if o.N == nil {
+		sim.Line = 0
 	}
-	sim.Hot = p.optDuration(m, "hot", "simulation")
-	sim.Service = p.optDuration(m, "service", "simulation")
+	if v, ok := p.within(&x.Budget, 1000, 100_000_000); ok {
+		sim.Budget = int(v)
+	}
 	return sim
 }
 
-// faultPlacement are the keys of a fault entry that place it (when, on
-// which nodes, under what name, watched how long); every other key is a
-// parameter of its kind, from the fault vocabulary (faults.Specs).
-var faultPlacement = []string{"name", "at", "kind", "nodes", "observe"}
-
-// faultKeys are every key a fault entry may have.
-func faultKeys() []string {
-	keys := slices.Clone(faultPlacement)
-	for _, sp := range faults.Specs() {
-		for _, prm := range sp.ParamsIn(faults.InScenario) {
-			if !slices.Contains(keys, prm.Name) {
-				keys = append(keys, prm.Name)
-			}
-		}
-	}
-	return keys
-}
-
-func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
+func (p *parser) faults(l *list[object[faultEntry]], s *Scenario, durOK bool) []Fault {
 	var out []Fault
 	names := map[string]bool{}
 	kindCount := map[faults.Kind]int{}
@@ -1015,65 +870,34 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 	for _, k := range faults.Kinds(faults.InScenario) {
 		kinds = append(kinds, string(k))
 	}
-	keys := faultKeys()
-	for i, it := range p.sequence(n, "faults") {
-		path := fmt.Sprintf("faults[%d]", i)
-		m := p.mapping(it, path, keys...)
-		f := Fault{KeepCheckpoint: true, Line: max(it.Line, 1)}
-		e, ok := m["kind"]
-		if !ok {
-			p.errorf(it, path+".kind", "missing: one of %s", strings.Join(kinds, ", "))
+	for i := range l.V {
+		o := &l.V[i]
+		x := &o.V
+		if x.Kind.N == nil {
+			p.at(o.N, "kind", "missing: one of %s", strings.Join(kinds, ", "))
 			continue
 		}
-		kv, ok := p.scalar(e.val, path+".kind", "a fault kind")
-		if !ok {
+		if !x.Kind.ok() {
 			continue
 		}
-		f.Kind = faults.Kind(kv)
-		spec, ok := faults.Lookup(f.Kind)
+		kind := faults.Kind(x.Kind.V)
+		spec, ok := faults.Lookup(kind)
 		if !ok || !spec.In(faults.InScenario) {
-			p.errorf(e.val, path+".kind", "unknown fault kind %q%s (known: %s)", kv, suggest(kv, kinds), strings.Join(kinds, ", "))
+			p.fail(x.Kind.N, "unknown fault kind %q%s (known: %s)", kind, suggest(string(kind), kinds), strings.Join(kinds, ", "))
 			continue
 		}
-		params := spec.ParamsIn(faults.InScenario)
-		for key, ent := range m {
-			if slices.Contains(faultPlacement, key) {
-				continue
-			}
-			prm, ok := spec.Param(key, faults.InScenario)
-			if !ok {
-				takes := "no parameters"
-				if len(params) > 0 {
-					var names []string
-					for _, q := range params {
-						names = append(names, q.Name)
-					}
-					takes = "only " + strings.Join(names, ", ")
-				}
-				p.errorf(ent.key, path+"."+key, "a %s fault takes %s", f.Kind, takes)
-				continue
-			}
-			p.faultParam(&f, prm, ent.val, path+"."+key)
+		f := Fault{Line: line(o.N)}
+		f.Fault = p.faultParams(kind, spec, o)
+		if x.At.N == nil {
+			p.at(o.N, "at", "missing: when the fault strikes, as an offset from the start (e.g. at: 2s)")
 		}
-		for _, prm := range params {
-			if _, ok := m[prm.Name]; prm.Required && !ok {
-				p.errorf(it, path+"."+prm.Name, "missing: a %s fault needs %s", f.Kind, prm.Name)
-			}
-		}
-		if e, ok := m["at"]; ok {
-			f.At, _ = p.duration(e.val, path+".at", false)
-		} else {
-			p.errorf(it, path+".at", "missing: when the fault strikes, as an offset from the start (e.g. at: 2s)")
-		}
-		if e, ok := m["observe"]; ok {
-			f.Observe, _ = p.duration(e.val, path+".observe", false)
-		}
+		f.At, f.Observe = dur(&x.At), dur(&x.Observe)
 		// Nodes.
-		if e, ok := m["nodes"]; ok && storeClockFault(f.Kind) {
-			p.errorf(e.key, path+".nodes", "a %s acts on the lease store's clock: it takes no nodes", f.Kind)
-		} else if ok {
-			f.Partition = f.Kind == faults.KindStoreOutage
-			f.Nodes, f.All = p.faultNodes(e.val, path+".nodes", s)
+		if _, storeClock := kind.StoreClock(); x.Nodes.N != nil && storeClock {
+			p.failKey(x.Nodes.N, "a %s acts on the lease store's clock: it takes no nodes", kind)
+		} else if x.Nodes.N != nil {
+			f.Partition = kind == faults.KindStoreOutage
+			f.Nodes, f.All = p.faultNodes(deref(x.Nodes.N), s)
 		} else {
 			f.All = true
 			for _, nd := range s.Nodes {
@@ -1081,54 +905,33 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 			}
 		}
 		if f.Direction != "" && !f.Partition {
-			p.errorf(it, path+".direction", "a direction needs nodes: only a partition has one")
+			p.at(o.N, "direction", "a direction needs nodes: only a partition has one")
 		}
-		if f.Point != "" && f.Graceful {
-			p.errorf(m["point"].val, path+".point", "a graceful restart does not crash: give point or graceful, not both")
-		}
-		if f.Point != "" && !f.KeepCheckpoint {
-			p.errorf(m["point"].val, path+".point", "a crash point is a moment of the checkpoint's write: it needs keep_checkpoint on")
-		}
-		if f.Kind == faults.KindHandoff && len(f.Nodes) != 1 {
-			p.errorf(it, path+".nodes", "a handoff moves one node's worker ID: name exactly one node")
+		if kind == faults.KindHandoff && len(f.Nodes) != 1 {
+			p.at(o.N, "nodes", "a handoff moves one node's worker ID: name exactly one node")
 		}
 		// Name.
-		kindCount[f.Kind]++
-		if e, ok := m["name"]; ok {
-			f.Name = p.name(e.val, path+".name")
+		kindCount[kind]++
+		if x.Name.N != nil {
+			f.Name = string(x.Name.V)
 		} else {
-			f.Name = string(f.Kind)
-			if c := kindCount[f.Kind]; c > 1 {
-				f.Name = fmt.Sprintf("%s-%d", f.Kind, c)
+			f.Name = string(kind)
+			if c := kindCount[kind]; c > 1 {
+				f.Name = fmt.Sprintf("%s-%d", kind, c)
 			}
 		}
 		if f.Name != "" {
 			if names[f.Name] {
-				p.errorf(it, path+".name", "fault name %q used twice: name the faults apart", f.Name)
+				p.at(o.N, "name", "fault name %q used twice: name the faults apart", f.Name)
 			}
 			names[f.Name] = true
 		}
 		// Times.
-		if durOK {
+		if durOK && x.At.ok() {
 			if f.At >= s.Duration {
-				p.errorf(m["at"].val, path+".at", "%s is not before the end of the run (duration %s)", f.At, s.Duration)
-			} else {
-				var span time.Duration
-				switch f.Kind {
-				case faults.KindFreeze, faults.KindPause, faults.KindRestart, faults.KindClone, faults.KindStoreOutage, faults.KindStorePause:
-					span = f.For
-				case faults.KindSmear:
-					span = f.Window
-				case faults.KindSlew:
-					span = f.SlewDuration()
-				case faults.KindHandoff:
-					span = f.Gap
-				case faults.KindLeap:
-					span = time.Second
-				}
-				if f.At+span > s.Duration {
-					p.errorf(it, path, "the %s lasts until %s, beyond the duration %s", f.Kind, f.At+span, s.Duration)
-				}
+				p.fail(x.At.N, "%s is not before the end of the run (duration %s)", f.At, s.Duration)
+			} else if end := f.At + f.length(); end > s.Duration {
+				p.fail(o.N, "the %s lasts until %s, beyond the duration %s", kind, end, s.Duration)
 			}
 		}
 		out = append(out, f)
@@ -1136,76 +939,81 @@ func (p *parser) faults(n *yaml.Node, s *Scenario, durOK bool) []Fault {
 	return out
 }
 
-// faultParam parses one parameter of a fault into f, checking it against
-// the vocabulary's bounds.
-func (p *parser) faultParam(f *Fault, prm faults.Param, n *yaml.Node, key string) {
-	switch prm.Type {
-	case faults.ParamDuration:
-		d, ok := p.duration(n, key, prm.Min < 0)
-		if !ok {
-			return
-		}
-		if err := prm.CheckDuration(d); err != nil {
-			p.errorf(n, key, "a %s fault's %v", f.Kind, err)
-			return
-		}
-		switch prm.Name {
-		case "by":
-			f.By = d
-		case "for":
-			f.For = d
-		case "window":
-			f.Window = d
-		case "offset_while_down":
-			f.OffsetWhileDown = d
-		case "behind":
-			f.Behind = d
-		case "gap":
-			f.Gap = d
-		}
-	case faults.ParamPPM:
-		v, ok := p.number(n, key)
-		if !ok {
-			return
-		}
-		if err := prm.CheckPPM(v); err != nil {
-			p.errorf(n, key, "a %s fault's %v", f.Kind, err)
-			return
-		}
-		f.PPM = v
-	case faults.ParamChoice:
-		v, ok := p.scalar(n, key, "one of "+strings.Join(prm.Choices, ", "))
-		if !ok {
-			return
-		}
-		if err := prm.CheckChoice(v); err != nil {
-			p.errorf(n, key, "a %s fault's %v", f.Kind, err)
-			return
-		}
-		switch prm.Name {
-		case "direction":
-			f.Direction = v
-		case "point":
-			f.Point = v
-		}
-	case faults.ParamBool:
-		v, ok := p.boolean(n, key)
-		if !ok {
-			return
-		}
-		switch prm.Name {
-		case "keep_checkpoint":
-			f.KeepCheckpoint = v
-		case "same_holder":
-			f.SameHolder = v
-		case "crash":
-			f.Crash = v
-		case "hang":
-			f.Hang = v
-		case "graceful":
-			f.Graceful = v
+// length is how long the fault itself lasts from At (a drift and a clone
+// without `for` last until the end, which only a run knows: 0 here).
+func (f Fault) length() time.Duration {
+	switch f.Kind {
+	case faults.KindFreeze, faults.KindPause, faults.KindRestart, faults.KindClone, faults.KindStoreOutage, faults.KindStorePause:
+		return f.For
+	case faults.KindSmear:
+		return f.Window
+	case faults.KindSlew:
+		return f.SlewDuration()
+	case faults.KindHandoff:
+		return f.Gap
+	case faults.KindLeap:
+		return time.Second
+	}
+	return 0
+}
+
+// faultParams reads a fault's parameters by the fault table
+// (faults.Specs): each value as its parameter's type, then the rules of
+// faults.Build, every problem under its key.
+func (p *parser) faultParams(kind faults.Kind, spec faults.Spec, o *object[faultEntry]) faults.Fault {
+	params := map[string]any{}
+	for key, r := range o.V.Params {
+		prm, ok := spec.Param(key, faults.InScenario)
+		params[key] = nil // unreadable, or a key the kind does not take (Build says so)
+		if ok {
+			if v, ok := p.paramValue(prm, r.N); ok {
+				params[key] = v
+			}
 		}
 	}
+	f, errs := faults.Build(kind, params, faults.InScenario)
+	for _, e := range errs {
+		if r, ok := o.V.Params[e.Param]; ok {
+			p.fail(r.N, "%s", e.Msg)
+		} else if e.Param != "" {
+			p.at(o.N, e.Param, "%s", e.Msg)
+		} else {
+			p.fail(o.N, "%s", e.Msg)
+		}
+	}
+	return f
+}
+
+// paramValue reads a fault parameter's value from n as its type's Go type.
+func (p *parser) paramValue(prm faults.Param, n *yaml.Node) (any, bool) {
+	switch prm.Type {
+	case faults.ParamDuration:
+		if prm.Min < 0 {
+			return readLeaf[offset](p, n, func(v offset) any { return time.Duration(v) })
+		}
+		return readLeaf[duration](p, n, func(v duration) any { return time.Duration(v) })
+	case faults.ParamPPM:
+		return readLeaf[number](p, n, func(v number) any { return float64(v) })
+	case faults.ParamBool:
+		return readLeaf[onOff](p, n, func(v onOff) any { return bool(v) })
+	case faults.ParamTime:
+		return readLeaf[instant](p, n, func(v instant) any { return time.Time(v) })
+	case faults.ParamSeed:
+		return readLeaf[whole](p, n, func(v whole) any { return uint64(v) })
+	}
+	return readLeaf[text](p, n, func(v text) any { return string(v) })
+}
+
+// readLeaf reads n as a leaf of T, reporting what is wrong, and converts it.
+func readLeaf[T text | name | whole | number | onOff | duration | offset | instant](p *parser, n *yaml.Node, conv func(T) any) (any, bool) {
+	var l leaf[T]
+	_ = l.UnmarshalYAML(deref(n))
+	l.N = n
+	l.report(p, "")
+	if !l.ok() {
+		return nil, false
+	}
+	return conv(l.V), true
 }
 
 // checkStoreOutage reports a store outage in a scenario where nothing
@@ -1222,19 +1030,14 @@ func (p *parser) checkStoreOutage(s *Scenario) {
 		return
 	}
 	for i, f := range s.Faults {
+		_, storeClock := f.Kind.StoreClock()
 		switch {
 		case f.Kind == faults.KindStoreOutage:
 			p.errorf(&yaml.Node{Line: f.Line}, fmt.Sprintf("faults[%d]", i), "a store_outage needs a node with lease: memory (nothing leases, so nothing would be cut off)")
-		case storeClockFault(f.Kind):
+		case storeClock:
 			p.errorf(&yaml.Node{Line: f.Line}, fmt.Sprintf("faults[%d]", i), "a %s needs a node with lease: memory (nothing leases, so the store's clock decides nothing)", f.Kind)
 		}
 	}
-}
-
-// storeClockFault reports whether k acts on the lease store's clock.
-func storeClockFault(k faults.Kind) bool {
-	_, ok := k.StoreClock()
-	return ok
 }
 
 // checkCrashPoints reports a crash point on a node that has no checkpoint
@@ -1292,7 +1095,9 @@ func (p *parser) checkCrashHandoffs(s *Scenario) {
 	}
 }
 
-func (p *parser) faultNodes(n *yaml.Node, key string, s *Scenario) ([]string, bool) {
+// faultNodes reads a fault's nodes: all, a node's name, or a list of
+// names.
+func (p *parser) faultNodes(n *yaml.Node, s *Scenario) ([]string, bool) {
 	var known []string
 	for _, nd := range s.Nodes {
 		known = append(known, nd.Name)
@@ -1304,40 +1109,43 @@ func (p *parser) faultNodes(n *yaml.Node, key string, s *Scenario) ([]string, bo
 		if _, ok := s.Node(n.Value); ok {
 			return []string{n.Value}, false
 		}
-		p.errorf(n, key, "unknown node %q%s (nodes: %s, or all)", n.Value, suggest(n.Value, known), strings.Join(known, ", "))
+		p.fail(n, "unknown node %q%s (nodes: %s, or all)", n.Value, suggest(n.Value, known), strings.Join(known, ", "))
+		return nil, false
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.fail(n, "want a list, found %s", describe(n))
 		return nil, false
 	}
 	var out []string
 	seen := map[string]bool{}
-	for i, it := range p.sequence(n, key) {
-		v, ok := p.scalar(it, fmt.Sprintf("%s[%d]", key, i), "a node name")
-		if !ok {
-			continue
+	for _, it := range n.Content {
+		v, ok := scalar(it)
+		switch {
+		case !ok:
+			p.fail(it, "want a node name, found %s", describe(it))
+		case v == "all":
+			p.fail(n, "write nodes: all, not a list containing all")
+		case !slices.Contains(known, v):
+			p.fail(it, "unknown node %q%s (nodes: %s)", v, suggest(v, known), strings.Join(known, ", "))
+		case seen[v]:
+			p.fail(it, "node %q named twice", v)
+		default:
+			seen[v] = true
+			out = append(out, v)
 		}
-		if v == "all" {
-			p.errorf(it, key, "write nodes: all, not a list containing all")
-			continue
-		}
-		if _, ok := s.Node(v); !ok {
-			p.errorf(it, fmt.Sprintf("%s[%d]", key, i), "unknown node %q%s (nodes: %s)", v, suggest(v, known), strings.Join(known, ", "))
-			continue
-		}
-		if seen[v] {
-			p.errorf(it, fmt.Sprintf("%s[%d]", key, i), "node %q named twice", v)
-			continue
-		}
-		seen[v] = true
-		out = append(out, v)
 	}
 	if len(out) == 0 && len(p.errs) == 0 {
-		p.errorf(n, key, "empty: name at least one node, or all")
+		p.fail(n, "empty: name at least one node, or all")
 	}
 	return out, false
 }
 
-func (p *parser) expr(n *yaml.Node, key, prefix string) (Expr, bool) {
-	v, ok := p.scalar(n, key, "an invariant such as \"duplicates == 0\"")
+// expr reads an invariant, with prefix (an expectation's metric) before
+// it.
+func (p *parser) expr(n *yaml.Node, prefix string) (Expr, bool) {
+	v, ok := scalar(n)
 	if !ok {
+		p.fail(n, "want an invariant such as \"duplicates == 0\", found %s", describe(n))
 		return Expr{}, false
 	}
 	if prefix != "" {
@@ -1345,10 +1153,10 @@ func (p *parser) expr(n *yaml.Node, key, prefix string) (Expr, bool) {
 	}
 	x, err := ParseExpr(v)
 	if err != nil {
-		p.errorf(n, key, "%v", err)
+		p.fail(n, "%v", err)
 		return Expr{}, false
 	}
-	x.Line = max(n.Line, 1)
+	x.Line = line(n)
 	return x, true
 }
 
@@ -1356,18 +1164,15 @@ func (p *parser) expr(n *yaml.Node, key, prefix string) (Expr, bool) {
 // which also takes no mode: a control real mode cannot catch says so with
 // real_na, so that it shows as n/a rather than as neither caught nor
 // escaped.
-func (p *parser) checkExpectation(s *Scenario, n *yaml.Node, key string, x Expr) {
-	p.checkDuring(s, n, key, x)
+func (p *parser) checkExpectation(s *Scenario, n *yaml.Node, x Expr) {
+	p.checkDuring(s, n, x)
 	if x.Mode != "" {
-		p.errorf(n, key, "an expectation takes no \"in %s mode\": give the target real_na: \"<why>\" when real mode cannot catch it", x.Mode)
+		p.fail(n, "an expectation takes no \"in %s mode\": give the target real_na: \"<why>\" when real mode cannot catch it", x.Mode)
 	}
 }
 
-func (p *parser) checkDuring(s *Scenario, n *yaml.Node, key string, x Expr) {
-	if x.During == "" {
-		return
-	}
-	if len(s.FaultsNamed(x.During)) > 0 {
+func (p *parser) checkDuring(s *Scenario, n *yaml.Node, x Expr) {
+	if x.During == "" || len(s.FaultsNamed(x.During)) > 0 {
 		return
 	}
 	var names []string
@@ -1375,16 +1180,18 @@ func (p *parser) checkDuring(s *Scenario, n *yaml.Node, key string, x Expr) {
 		names = append(names, f.Name)
 	}
 	if len(names) == 0 {
-		p.errorf(n, key, "\"during %s\": the scenario has no faults", x.During)
+		p.fail(n, "\"during %s\": the scenario has no faults", x.During)
 		return
 	}
-	p.errorf(n, key, "\"during %s\": no fault of that name or kind%s (faults: %s)", x.During, suggest(x.During, names), strings.Join(names, ", "))
+	p.fail(n, "\"during %s\": no fault of that name or kind%s (faults: %s)", x.During, suggest(x.During, names), strings.Join(names, ", "))
 }
 
+// expect reads the negative controls: a mapping from target name to an
+// invariant, a list of them, or a mapping from metric to the rest of one.
 func (p *parser) expect(n *yaml.Node, s *Scenario) []Expectation {
 	n = deref(n)
-	if n == nil || n.Kind != yaml.MappingNode {
-		p.errorf(n, "expect", "want a mapping from target name to what it must be caught doing, found %s", describe(n))
+	if n.Kind != yaml.MappingNode {
+		p.fail(n, "want a mapping from target name to what it must be caught doing, found %s", describe(n))
 		return nil
 	}
 	var targets []string
@@ -1394,57 +1201,48 @@ func (p *parser) expect(n *yaml.Node, s *Scenario) []Expectation {
 	var out []Expectation
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := deref(n.Content[i]), deref(n.Content[i+1])
-		if k == nil || k.Kind != yaml.ScalarNode {
-			p.errorf(k, "expect", "keys must be target names")
+		k, v := n.Content[i], deref(n.Content[i+1])
+		switch {
+		case k.Kind != yaml.ScalarNode:
+			p.fail(n, "keys must be target names")
 			continue
-		}
-		path := "expect." + k.Value
-		if !contains(targets, k.Value) {
-			p.errorf(k, path, "target %q is not in targets%s (targets: %s)", k.Value, suggest(k.Value, targets), strings.Join(targets, ", "))
+		case !slices.Contains(targets, k.Value):
+			p.fail(k, "target %q is not in targets%s (targets: %s)", k.Value, suggest(k.Value, targets), strings.Join(targets, ", "))
 			continue
-		}
-		if seen[k.Value] {
-			p.errorf(k, path, "target %q repeated", k.Value)
+		case seen[k.Value]:
+			p.fail(k, "target %q repeated", k.Value)
 			continue
 		}
 		seen[k.Value] = true
-		exp := Expectation{Target: k.Value, Line: max(k.Line, 1)}
-		switch {
-		case v != nil && v.Kind == yaml.MappingNode:
-			for j := 0; j+1 < len(v.Content); j += 2 {
-				mk, mv := deref(v.Content[j]), deref(v.Content[j+1])
-				if mk == nil || mk.Kind != yaml.ScalarNode {
-					p.errorf(mk, path, "keys must be invariant names")
-					continue
-				}
-				if x, ok := p.expr(mv, path+"."+mk.Value, mk.Value); ok {
-					x.Line = max(mk.Line, 1)
-					p.checkExpectation(s, mk, path+"."+mk.Value, x)
-					exp.Exprs = append(exp.Exprs, x)
-				}
-			}
-		case v != nil && v.Kind == yaml.SequenceNode:
-			for j, it := range v.Content {
-				key := fmt.Sprintf("%s[%d]", path, j)
-				if x, ok := p.expr(deref(it), key, ""); ok {
-					p.checkExpectation(s, it, key, x)
-					exp.Exprs = append(exp.Exprs, x)
-				}
-			}
-		case v != nil && v.Kind == yaml.ScalarNode && v.Tag != "!!null":
-			if x, ok := p.expr(v, path, ""); ok {
-				p.checkExpectation(s, v, path, x)
+		exp := Expectation{Target: k.Value, Line: line(k)}
+		add := func(n *yaml.Node, at *yaml.Node, prefix string) {
+			if x, ok := p.expr(n, prefix); ok {
+				x.Line = line(at)
+				p.checkExpectation(s, at, x)
 				exp.Exprs = append(exp.Exprs, x)
 			}
+		}
+		switch {
+		case v.Kind == yaml.MappingNode:
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				if mk := v.Content[j]; mk.Kind != yaml.ScalarNode {
+					p.fail(k, "keys must be invariant names")
+				} else {
+					add(v.Content[j+1], mk, mk.Value)
+				}
+			}
+		case v.Kind == yaml.SequenceNode:
+			for _, it := range v.Content {
+				add(it, it, "")
+			}
+		case v.Kind == yaml.ScalarNode && v.Tag != nothing:
+			add(v, v, "")
 		default:
-			p.errorf(v, path, "want what the target must be caught doing, e.g. {duplicates: \"> 0\"}")
-			continue
+			p.fail(v, "want what the target must be caught doing, e.g. {duplicates: \"> 0\"}")
 		}
-		if len(exp.Exprs) == 0 {
-			continue
+		if len(exp.Exprs) > 0 {
+			out = append(out, exp)
 		}
-		out = append(out, exp)
 	}
 	return out
 }

@@ -45,7 +45,7 @@ func TestParseFull(t *testing.T) {
 	if f := s.Faults[1]; f.Name != "step-2" || !f.All || len(f.Nodes) != 2 || f.Observe != 500*time.Millisecond {
 		t.Fatalf("fault 1: %+v", f)
 	}
-	if f := s.Faults[3]; f.KeepCheckpoint || f.OffsetWhileDown != -10*time.Millisecond {
+	if f := s.Faults[3]; !f.WipeCheckpoint || f.OffsetWhileDown != -10*time.Millisecond {
 		t.Fatalf("restart: %+v", f)
 	}
 	if got := len(s.FaultsNamed("step")); got != 1 {
@@ -203,7 +203,7 @@ targets: [wait, {name: big, use: wait, reserve: 20ms}]
 	if s.Nodes[0].Reserve != generator.NoReserve || s.Nodes[1].Reserve != 0 {
 		t.Fatalf("reserves %v, %v: want NoReserve for reserve: 0, 0 when absent", s.Nodes[0].Reserve, s.Nodes[1].Reserve)
 	}
-	if f := s.Faults[0]; f.Point != faults.PointMidBatch || f.Graceful || !f.KeepCheckpoint {
+	if f := s.Faults[0]; f.Point != faults.PointMidBatch || f.Graceful || f.WipeCheckpoint {
 		t.Fatalf("fault 0: %+v", f)
 	}
 	if f := s.Faults[1]; f.Point != "" || !f.Graceful {
@@ -328,15 +328,15 @@ func TestParseRate(t *testing.T) {
 }
 
 func TestWindows(t *testing.T) {
-	f := Fault{Kind: faults.KindStep, At: time.Second, By: -150 * time.Millisecond}
+	f := Fault{At: time.Second, Fault: faults.Fault{Kind: faults.KindStep, By: -150 * time.Millisecond}}
 	if s, e := f.Observed(10 * time.Second); s != time.Second || e != time.Second+150*time.Millisecond+DefaultTail {
 		t.Fatalf("step window %v %v", s, e)
 	}
-	f = Fault{Kind: faults.KindSlew, At: 0, By: -300 * time.Millisecond}
+	f = Fault{At: 0, Fault: faults.Fault{Kind: faults.KindSlew, By: -300 * time.Millisecond}}
 	if d := f.SlewDuration(); d != 600*time.Second {
 		t.Fatalf("slew duration %v", d)
 	}
-	f = Fault{Kind: faults.KindDrift, At: 5 * time.Second, PPM: 100}
+	f = Fault{At: 5 * time.Second, Fault: faults.Fault{Kind: faults.KindDrift, PPM: 100}}
 	if s, e := f.Observed(10 * time.Second); s != 5*time.Second || e != 10*time.Second {
 		t.Fatalf("drift window %v %v", s, e)
 	}

@@ -374,63 +374,27 @@ const (
 	DefaultTail = time.Second
 )
 
-// Fault is one timed fault.
+// Fault is one timed fault: where and when it strikes, and (embedded) its
+// kind and parameters in the one shape every interface shares. The
+// embedded faults.Fault's At, a leap's instant, is shadowed by the
+// offset At here: a scenario's leap strikes at its own At. Encoding a
+// Fault as JSON writes the embedded kind and parameters only, in the
+// admin API's form (faults.Fault.MarshalJSON).
 type Fault struct {
 	// Name identifies the fault in invariants ("during leap") and reports;
 	// it defaults to the kind, with -2, -3... for repeats.
 	Name string
-	// Kind is the fault kind.
-	Kind faults.Kind
+	faults.Fault
 	// At is the offset from the run's start.
 	At time.Duration
 	// Nodes are the names of the nodes it acts on, never empty.
 	Nodes []string
 	// All is true when the file said nodes: all.
 	All bool
-	// By is the clock change for step, smear and slew.
-	By time.Duration
-	// For is the length of a freeze or pause, a restart's down time, a
-	// clone's lifetime (zero: until the end), or a store outage.
-	For time.Duration
-	// Window is a smear's length.
-	Window time.Duration
-	// PPM is the rate of a slew or drift, in parts per million.
-	PPM float64
-	// KeepCheckpoint is true unless a restart says keep_checkpoint: false.
-	KeepCheckpoint bool
-	// SameHolder makes a clone claim its lease with the original's holder
-	// identity (a copy with the same host or pod name) instead of its own.
-	SameHolder bool
 	// Partition is true for a store outage that names its nodes: only
 	// their hosts lose the store, everyone else (clones and handoffs
 	// started meanwhile included) still reaches it.
 	Partition bool
-	// Direction is a partition's direction, seen from the nodes cut off:
-	// "both" (or empty), "outbound" (what they send the store is lost) or
-	// "inbound" (what the store sends them is lost: their requests take
-	// effect, the answers never arrive).
-	Direction string
-	// OffsetWhileDown steps the node's clock while a restart has it down.
-	OffsetWhileDown time.Duration
-	// Behind is how far the handoff host's clock is behind true time.
-	Behind time.Duration
-	// Gap is how long the worker ID is unowned during a handoff.
-	Gap time.Duration
-	// Hang makes a store outage's calls hang until the caller's timeout
-	// instead of failing at once.
-	Hang bool
-	// Crash makes a handoff start with a crash (kill -9: no final mark, no
-	// lease release) instead of a graceful stop; the new host can take
-	// the worker ID only once the crashed holder's lease has expired, so
-	// Gap must be at least the lease TTL.
-	Crash bool
-	// Graceful makes a restart a planned stop: the generator closes,
-	// persisting the last issued tick as its mark, instead of crashing.
-	Graceful bool
-	// Point, when set, places a restart's crash inside a call (one of
-	// faults.CrashPoints): the node crashes the first time a call reaches
-	// it at or after At, instead of at At between calls.
-	Point string
 	// Observe is the length of the fault's observation window from At;
 	// zero means Span() plus DefaultTail.
 	Observe time.Duration

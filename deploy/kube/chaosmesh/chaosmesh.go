@@ -520,7 +520,7 @@ func (b *builder) restart(f scenario.Fault) {
 		missing = append(missing, fmt.Sprintf("offset_while_down %s: TimeChaos attaches to a running process, so the new process "+
 			"starts with the true time and its start fence never sees the rewind", f.OffsetWhileDown))
 	}
-	if !f.KeepCheckpoint {
+	if f.WipeCheckpoint {
 		missing = append(missing, "keep_checkpoint off: the checkpoint lives on the pod's PersistentVolumeClaim, which a pod kill "+
 			"keeps, and Chaos Mesh cannot wipe a volume")
 	}

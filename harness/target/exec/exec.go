@@ -27,6 +27,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,12 +41,6 @@ import (
 )
 
 func init() { target.Register(&Target{}) }
-
-// clockKinds are the clock faults the target applies (not pause).
-var clockKinds = []faults.Kind{
-	faults.KindStep, faults.KindFreeze, faults.KindLeap, faults.KindSmear,
-	faults.KindSlew, faults.KindDrift, faults.KindRevert,
-}
 
 // OffsetTolerance is how closely the probe's reading must match the
 // harness's model of the host clock.
@@ -73,7 +68,10 @@ var (
 
 // Info implements target.Target.
 func (t *Target) Info() target.Info {
-	kinds := append(append([]faults.Kind(nil), clockKinds...), faults.KindRestart, faults.KindClone)
+	// The clock faults of the capability list but a pause (NotApplicable
+	// says why), restarts and clones.
+	kinds := slices.DeleteFunc(faults.KindsOf(faults.ScopeClock, faults.InScenario), func(k faults.Kind) bool { return k == faults.KindPause })
+	kinds = append(kinds, faults.KindRestart, faults.KindClone)
 	return target.Info{
 		Name: scenario.ExecTarget,
 		Doc:  "any command as child processes (stdio or HTTP), kill -9 restarts, clones; clock faults through libfaketime or a Go runtime overlay",

@@ -55,12 +55,6 @@ func init() {
 	target.Register(&Process{})
 }
 
-// clockKinds are the clock faults an admin API applies.
-var clockKinds = []faults.Kind{
-	faults.KindStep, faults.KindFreeze, faults.KindLeap, faults.KindSmear,
-	faults.KindSlew, faults.KindDrift, faults.KindPause, faults.KindRevert,
-}
-
 // offsetTolerance is how closely an admin API's offset matches the
 // harness's shadow clock: both are computed, not measured over the
 // network, but the fault lands on the node a request's latency later.
@@ -99,7 +93,7 @@ func (t *HTTP) Info() target.Info {
 	return target.Info{
 		Name: name,
 		Doc:  "snowchaos serve nodes already running at the URLs in $" + EnvNodes + " (name=url,...), faults through their admin API",
-		Caps: target.Capabilities{Faults: clockKinds, OffsetTolerance: offsetTolerance},
+		Caps: target.Capabilities{Faults: faults.KindsOf(faults.ScopeClock, faults.InScenario), OffsetTolerance: offsetTolerance},
 	}
 }
 
@@ -167,7 +161,7 @@ func (t *HTTP) Start(ctx context.Context, spec target.NodeSpec, _ target.Env) (t
 			return nil, fmt.Errorf("node %s at %s: reverting its clock: %w", spec.Name, u, err)
 		}
 		if spec.ClockOffset != 0 {
-			if _, err := r.c.Inject(ctx, server.FaultRequest{Kind: "step", By: server.Ptr(server.Duration(spec.ClockOffset))}); err != nil {
+			if _, err := r.c.Inject(ctx, faults.Fault{Kind: faults.KindStep, By: spec.ClockOffset}); err != nil {
 				return nil, fmt.Errorf("node %s at %s: %w", spec.Name, u, err)
 			}
 		}
@@ -212,16 +206,16 @@ func (r *remote) issue(ctx context.Context, dst []generator.ID) (int, error) {
 	return r.c.Issue(ctx, dst)
 }
 
-// apply sends a clock fault to the admin API.
+// apply sends a clock fault to the admin API (a revert as DELETE); a
+// kind the admin API does not take is ErrUnsupported.
 func (r *remote) apply(ctx context.Context, f faults.Fault) (server.FaultState, error) {
 	if f.Kind == faults.KindRevert {
 		return r.c.Revert(ctx)
 	}
-	req, err := faultRequest(f)
-	if err != nil {
-		return server.FaultState{}, err
+	if spec, ok := faults.Lookup(f.Kind); !ok || !spec.In(faults.InAdmin) {
+		return server.FaultState{}, fmt.Errorf("%w: clock fault %q over the admin API", target.ErrUnsupported, f.Kind)
 	}
-	return r.c.Inject(ctx, req)
+	return r.c.Inject(ctx, f)
 }
 
 // offset reads the node's clock offset from the admin API.
@@ -231,32 +225,6 @@ func (r *remote) offset(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(st.OffsetNs), nil
-}
-
-// faultRequest converts a harness clock fault to the admin API's request.
-func faultRequest(f faults.Fault) (server.FaultRequest, error) {
-	d := func(v time.Duration) *server.Duration { return server.Ptr(server.Duration(v)) }
-	switch f.Kind {
-	case faults.KindStep:
-		return server.FaultRequest{Kind: "step", By: d(f.By)}, nil
-	case faults.KindFreeze:
-		return server.FaultRequest{Kind: "freeze", For: d(f.For)}, nil
-	case faults.KindLeap:
-		return server.FaultRequest{Kind: "leap", At: server.Ptr(f.At.UTC().Format(time.RFC3339Nano))}, nil
-	case faults.KindSmear:
-		return server.FaultRequest{Kind: "smear", By: d(f.By), Window: d(f.Window)}, nil
-	case faults.KindSlew:
-		r := server.FaultRequest{Kind: "slew", By: d(f.By)}
-		if f.PPM != 0 {
-			r.PPM = server.Ptr(f.PPM)
-		}
-		return r, nil
-	case faults.KindDrift:
-		return server.FaultRequest{Kind: "drift", PPM: server.Ptr(f.PPM)}, nil
-	case faults.KindPause:
-		return server.FaultRequest{Kind: "pause", For: d(f.For)}, nil
-	}
-	return server.FaultRequest{}, fmt.Errorf("%w: clock fault %q over the admin API", target.ErrUnsupported, f.Kind)
 }
 
 // httpNode is a node of the http target.

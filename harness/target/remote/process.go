@@ -107,7 +107,7 @@ func (t *Process) Info() target.Info {
 	if name == "" {
 		name = ProcessName
 	}
-	kinds := append(append([]faults.Kind(nil), clockKinds...), faults.KindRestart, faults.KindClone, faults.KindHandoff)
+	kinds := append(faults.KindsOf(faults.ScopeClock, faults.InScenario), faults.KindRestart, faults.KindClone, faults.KindHandoff)
 	return target.Info{
 		Name: name,
 		Doc:  "snowchaos serve child processes on loopback ports: restart is kill -9 and start, a clone a second process, a handoff a process on a new host",
