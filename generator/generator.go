@@ -635,9 +635,19 @@ func (g *Generator) issue(ctx context.Context, dst []ID, seen uint64, seenOK boo
 					}
 					break
 				}
-				// seen is still s, loaded before.
-				if wall, mono, err = clockNow(g.clock); err != nil {
+				// seen is still s, loaded before. A clock that moved past
+				// the new mark while it was written does not send the call
+				// back for another write: it issues at tick t, which the
+				// mark covers (a lag of one write, instead of a write per
+				// tick that never catches up when a write takes longer
+				// than a tick, as with NoReserve).
+				w, m, cerr := clockNow(g.clock)
+				if cerr != nil {
+					err = cerr
 					break
+				}
+				if wt2 := (w - g.epochNs) / g.tickNs; !(t <= g.mu.markTick && wt2 > g.mu.markTick && wt2 >= wt) {
+					wall, mono = w, m
 				}
 				continue
 			}

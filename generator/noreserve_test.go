@@ -74,3 +74,40 @@ func TestNoIDPastUnsavedMarkDuringSave(t *testing.T) {
 		during = during[:0]
 	}
 }
+
+// TestNoReserveSlowWriteServes: with NoReserve a write that takes longer
+// than a tick does not send its call round for another write of a later
+// tick, again and again until its deadline: the call issues at the tick
+// the mark was written for, one write late, and never past the mark.
+func TestNoReserveSlowWriteServes(t *testing.T) {
+	c := newScriptClock(t0.Add(300 * time.Microsecond))
+	cp := &memCheckpoint{}
+	l := DefaultLayout()
+	g := mustNew(t, Settings{Clock: c, Checkpoint: cp, Reserve: NoReserve, MaxWait: 50 * time.Millisecond})
+	cp.hook = func(int64) { c.Advance(3 * time.Millisecond) } // each write takes three ticks
+	for i := 0; i < 20; i++ {
+		c.Advance(time.Millisecond)
+		before := cp.saves
+		var id ID
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			id, err = g.Next()
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("call %d: no answer within 10 s of wall time (it waits for a write of every later tick)", i)
+		}
+		if err != nil {
+			t.Fatalf("call %d with writes slower than a tick: %v", i, err)
+		}
+		if ms := l.TimeOf(tickOf(id)).UnixMilli(); ms > cp.Mark() {
+			t.Fatalf("ID at %d ms past the saved mark %d", ms, cp.Mark())
+		}
+		if w := cp.saves - before; w > 1 {
+			t.Fatalf("call %d wrote the mark %d times: want one write a call at most", i, w)
+		}
+	}
+}
