@@ -1,6 +1,7 @@
-# Peer comparison targets (issue 9), included from the Makefile. The peers
-# live in their own module under bench/, so the main module never depends
-# on them.
+# The bench module's targets (peers, their fault survival, its tests),
+# included from the Makefile. The peers live in their own module under
+# bench/, so the main module never depends on them; loadbench.mk builds
+# bench/cmd/loadbench.
 BENCH_GO        ?= $(GO)
 BENCHTIME       ?= 1s
 PEERS_DSN       ?= postgres://postgres@127.0.0.1:5432/test?sslmode=disable

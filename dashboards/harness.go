@@ -1,5 +1,7 @@
 package dashboards
 
+//lint:file-ignore SA1019 dashboard v1 stays: the SDK's dashboardv2 is Grafana's schema v2, experimental in Grafana 12 (compose runs 12.1.0) behind the dynamicDashboards and kubernetesDashboards toggles
+
 import (
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,22 +120,13 @@ func TestQueriesAgainstRealPrometheus(t *testing.T) {
 		if strings.HasPrefix(metric, "snowchaos_") {
 			want = harnessAddr
 		}
-		if !contains(vals, want) {
+		if !slices.Contains(vals, want) {
 			t.Errorf("%s: values %v lack %s", q, vals, want)
 		}
 	}
 	if !t.Failed() {
 		t.Logf("%d queries returned series from a real Prometheus scraping a node under faults and a real-mode scenario", len(qs))
 	}
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // testNode is a real HTTP node under test.

@@ -53,7 +53,6 @@ func TestNoIDPastUnsavedMarkDuringSave(t *testing.T) {
 	g := mustNew(t, Settings{Clock: c, Checkpoint: cp, Reserve: NoReserve})
 	mustNext(t, g)
 	var during []ID
-	saved := cp.Mark()
 	cp.hook = func(int64) {
 		// The mutex is held by Save; read the mark it still holds.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -64,7 +63,7 @@ func TestNoIDPastUnsavedMarkDuringSave(t *testing.T) {
 	}
 	for i := 0; i < 20; i++ {
 		c.Advance(time.Millisecond)
-		saved = cp.Mark()
+		saved := cp.Mark()
 		mustNext(t, g)
 		for _, id := range during {
 			if ms := l.TimeOf(tickOf(id)).UnixMilli(); ms > saved {

@@ -205,7 +205,7 @@ func BenchmarkRecord(b *testing.B) {
 		for i := range b.N {
 			ids[0] = generator.ID(int64(i) << 22)
 			at := int64(1_700_000_000_000_000_000) + int64(i>>12)*int64(time.Millisecond)
-			vf.Observe(verify.Observation{Issuer: is, Stream: 1<<32 | 0, RefStart: at, RefEnd: at, IDs: ids})
+			vf.Observe(verify.Observation{Issuer: is, Stream: 1 << 32, RefStart: at, RefEnd: at, IDs: ids})
 		}
 	})
 }

@@ -186,7 +186,9 @@ func (p *plan) next(t time.Duration) time.Duration {
 // Poisson process; otherwise the gap is the interval times a uniform
 // jitter in [0.5, 1.5). "max" stages return t itself: the caller sends as
 // soon as its previous request is answered. It never reads a clock: time
-// is given.
+// is given. It is not a vegeta.Pacer: vegeta has no jitter, and no vegeta
+// attacker drives these clients (the simulation schedules them on
+// virtual time).
 func (p *plan) pace(t time.Duration, fresh bool, rng *rand.Rand) time.Duration {
 	for t < p.duration {
 		rate, isMax := p.at(t)

@@ -17,13 +17,17 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
-	"sync"
+	"slices"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/snowchaos/snowchaos/harness/metrics"
 	"github.com/snowchaos/snowchaos/harness/scenario"
@@ -112,32 +116,7 @@ func Prepare(suite []*scenario.Scenario, o Options) error {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return joinErrors(errs)
-}
-
-type joined []error
-
-func (j joined) Error() string {
-	s := ""
-	for i, e := range j {
-		if i > 0 {
-			s += "\n"
-		}
-		s += e.Error()
-	}
-	return s
-}
-
-func (j joined) Unwrap() []error { return j }
-
-func joinErrors(errs []error) error {
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	return joined(errs)
+	return errors.Join(errs...)
 }
 
 // modeOf is the mode scenario s runs in under the options.
@@ -180,15 +159,7 @@ func newJob(s *scenario.Scenario, t scenario.Target, o *Options) *job {
 
 // wanted reports whether the target passes the options' filter.
 func (o *Options) wanted(name string) bool {
-	if len(o.Targets) == 0 {
-		return true
-	}
-	for _, n := range o.Targets {
-		if n == name {
-			return true
-		}
-	}
-	return false
+	return len(o.Targets) == 0 || slices.Contains(o.Targets, name)
 }
 
 // Run runs every scenario of the suite against each of its targets and
@@ -243,47 +214,38 @@ func Run(ctx context.Context, suite []*scenario.Scenario, o Options) (*Report, e
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		wg      sync.WaitGroup
-		next    = make(chan *job)
-		stopped = false
-		mu      sync.Mutex
+		pool   errgroup.Group
+		failed atomic.Bool // a run failed under FailFast
 	)
-	for w := 0; w < min(workers, max(len(jobs), 1)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				if ctx.Err() != nil {
-					continue // stopped (fail-fast or cancelled): skipped
-				}
-				jo := o
-				if o.History != nil {
-					f, err := os.CreateTemp("", "snowchaos-history-*.ndjson")
-					if err == nil {
-						j.hist = f
-						jo.History = f
-					} else {
-						jo.History = nil
-					}
-				}
-				j.res = runJob(ctx, j, jo)
-				if o.FailFast && j.res.Verdict == Fail {
-					mu.Lock()
-					stopped = true
-					mu.Unlock()
-					cancel()
-				}
-			}
-		}()
-	}
+	pool.SetLimit(workers)
 	for _, j := range jobs {
 		if ctx.Err() != nil {
-			break
+			break // stopped (fail-fast or cancelled): the rest are skipped
 		}
-		next <- j
+		pool.Go(func() error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			jo := o
+			if o.History != nil {
+				f, err := os.CreateTemp("", "snowchaos-history-*.ndjson")
+				if err == nil {
+					j.hist = f
+					jo.History = f
+				} else {
+					jo.History = nil
+				}
+			}
+			j.res = runJob(ctx, j, jo)
+			if o.FailFast && j.res.Verdict == Fail {
+				failed.Store(true)
+				cancel()
+			}
+			return nil
+		})
 	}
-	close(next)
-	wg.Wait()
+	pool.Wait()
+	stopped := failed.Load()
 
 	var herr error
 	for _, j := range jobs {

@@ -83,9 +83,7 @@ func TestBits32QuickAgainstMap(t *testing.T) {
 			x += 1 + r.Uint32N(3)*r.Uint32N(2)
 			vals = append(vals, x)
 		}
-		for _, v := range raw {
-			vals = append(vals, v)
-		}
+		vals = append(vals, raw...)
 		for _, v := range small {
 			vals = append(vals, uint32(v), vals[int(v)%len(vals)])
 		}

@@ -160,7 +160,7 @@ func (c Cell) String() string {
 // per peer on the clock it reads.
 func (t *Table) Markdown(w io.Writer) error {
 	ew := &mdwrite.Writer{W: w}
-	ew.Printf("Cells: duplicates · longest wait · refusals (failed calls, including calls while a restarted node was down) · largest embedded-time lead over true time. Real-mode waits include the scheduling noise of a shared 2-core machine: compare with the baseline column. **dup**: IDs issued twice (expected for the peers that have no defence: the scenario states it, so the run passes while showing them). n/a: the fault cannot reach the peer (notes below). —: not run.\n\n")
+	ew.Printf("Cells: duplicates · longest wait · refusals (failed calls, including calls while a restarted node was down) · largest embedded-time lead over true time. Real-mode waits include the host's scheduling noise: compare with the baseline column. **dup**: IDs issued twice (expected for the peers that have no defence: the scenario states it, so the run passes while showing them). n/a: the fault cannot reach the peer (notes below). —: not run.\n\n")
 	ew.Printf("| peer |")
 	for _, sr := range t.Scenarios {
 		ew.Printf(" %s |", strings.TrimPrefix(sr.Name, "peers-"))

@@ -329,9 +329,8 @@ type Machine struct {
 	Go         string
 	OS         string
 	Postgres   string
-	Load       string // /proc/loadavg's 1-minute figure at the start
-	BenchTime  time.Duration
-	MeasuredAt time.Time
+	Load      string // /proc/loadavg's 1-minute figure at the start
+	BenchTime time.Duration
 }
 
 // ThisMachine describes the machine this process runs on.
@@ -363,13 +362,9 @@ func Render(w io.Writer, m Machine, results []Result, reference string, counts [
 		ew.Printf(", %s", m.Postgres)
 	}
 	if m.Load != "" {
-		ew.Printf(", load average %s at the start (the machine is shared)", m.Load)
+		ew.Printf(", load average %s at the start", m.Load)
 	}
-	ew.Printf(". testing.Benchmark, benchtime %s, one run", m.BenchTime)
-	if !m.MeasuredAt.IsZero() {
-		ew.Printf(", %s", m.MeasuredAt.UTC().Format("2006-01-02"))
-	}
-	ew.Printf(".\n\n")
+	ew.Printf(". testing.Benchmark, benchtime %s, one run.\n\n", m.BenchTime)
 	ref := map[int]float64{}
 	byName := map[string]map[int]Result{}
 	var names []string

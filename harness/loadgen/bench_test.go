@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,7 +41,8 @@ func benchNode(b *testing.B, worker int64) string {
 }
 
 // benchRun drives b.N requests at maximum rate and reports throughput,
-// latency percentiles and that the verifier dropped nothing.
+// latency percentiles, the process's CPU per request (load generator and
+// nodes together) and that the verifier dropped nothing.
 func benchRun(b *testing.B, batch int, workers uint64, nodes int, std bool) {
 	var urls []string
 	for i := range nodes {
@@ -52,11 +54,13 @@ func benchRun(b *testing.B, batch int, workers uint64, nodes int, std bool) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	cpu0 := processCPU()
 	rep, err := Run(context.Background(), Config{
 		Nodes: urls, Batch: batch, Workers: workers, MaxRequests: uint64(b.N), Duration: 10 * time.Minute,
 		Verifier: v, Issuers: issuers, StdTransport: std,
 	})
 	b.StopTimer()
+	cpu := processCPU() - cpu0
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,6 +73,19 @@ func benchRun(b *testing.B, batch int, workers uint64, nodes int, std bool) {
 	b.ReportMetric(float64(rep.Latency.P50.Microseconds()), "p50-µs")
 	b.ReportMetric(float64(rep.Latency.P99.Microseconds()), "p99-µs")
 	b.ReportMetric(float64(rep.Dropped), "dropped")
+	if rep.Requests > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(rep.Requests), "cpu-ns/req")
+	}
+}
+
+// processCPU is the CPU time this process has used, user and system: the
+// load generator's and the nodes' together, which share the process.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkHTTPSingle is GET /v1/id with keep-alive on loopback, load
@@ -76,7 +93,8 @@ func benchRun(b *testing.B, batch int, workers uint64, nodes int, std bool) {
 func BenchmarkHTTPSingle(b *testing.B) { benchRun(b, 0, 32, 1, false) }
 
 // BenchmarkHTTPSingleStdTransport is BenchmarkHTTPSingle with net/http's
-// Transport on the load side instead of DirectTransport.
+// Transport on the load side instead of Transport (fasthttp's
+// HostClient): the same-run reference.
 func BenchmarkHTTPSingleStdTransport(b *testing.B) { benchRun(b, 0, 32, 1, true) }
 
 // BenchmarkHTTPBatch is GET /v1/ids?count=4096 on one node.

@@ -137,8 +137,9 @@ type Config struct {
 	// MaxWorkers caps the requesters vegeta adds to keep up with Stages
 	// when responses are slow. Zero: 1024.
 	MaxWorkers uint64
-	// Connections is the number of idle keep-alive connections kept per
-	// node. Zero: MaxWorkers (vegeta's 10000 with StdTransport).
+	// Connections bounds the keep-alive connections per node (with
+	// StdTransport: the idle ones). Zero: MaxWorkers (vegeta's 10000 with
+	// StdTransport).
 	Connections int
 	// Duration bounds the run; zero: 10 s without Stages, their total with
 	// them. At most MaxDuration.
@@ -166,11 +167,12 @@ type Config struct {
 	Name string
 	// Client, when set, replaces the attacker's HTTP client (tests,
 	// custom transports); Timeout and Connections then do not apply.
-	// Nil: an http.Client with Timeout over a DirectTransport keeping up
-	// to Connections (zero: MaxWorkers) idle keep-alive connections.
+	// Nil: an http.Client with Timeout over a Transport (fasthttp's
+	// HostClient) with up to Connections (zero: MaxWorkers) connections
+	// per node.
 	Client *http.Client
 	// StdTransport uses vegeta's default client (net/http's Transport)
-	// instead of DirectTransport.
+	// instead of Transport.
 	StdTransport bool
 }
 
@@ -326,11 +328,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			opts = append(opts, vegeta.Connections(cfg.Connections))
 		}
 	default:
-		idle := cfg.Connections
-		if idle == 0 {
-			idle = int(min(cfg.MaxWorkers, 1<<16))
+		conns := cfg.Connections
+		if conns == 0 {
+			conns = int(min(cfg.MaxWorkers, 1<<16))
 		}
-		client = &http.Client{Timeout: cfg.Timeout, Transport: &DirectTransport{MaxIdlePerHost: idle}}
+		client = &http.Client{Timeout: cfg.Timeout, Transport: &Transport{MaxConnsPerHost: conns}}
 	}
 	if client != nil {
 		opts = append(opts, vegeta.Client(client))

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"time"
 
@@ -13,11 +14,14 @@ import (
 // From to To requests per second over Duration (From == To: constant).
 type Stage struct {
 	// From and To are the rates at the stage's start and end, in
-	// requests per second; both >= 0.
+	// requests per second; both in [0, MaxRate].
 	From, To float64
 	// Duration is the stage's length; > 0.
 	Duration time.Duration
 }
+
+// MaxRate bounds a stage's rates: one request per nanosecond.
+const MaxRate = 1e9
 
 // Constant is a stage at a fixed rate.
 func Constant(rate float64, d time.Duration) Stage { return Stage{From: rate, To: rate, Duration: d} }
@@ -25,15 +29,44 @@ func Constant(rate float64, d time.Duration) Stage { return Stage{From: rate, To
 // Ramp is a stage whose rate moves linearly from one rate to another.
 func Ramp(from, to float64, d time.Duration) Stage { return Stage{From: from, To: to, Duration: d} }
 
-// StagedPacer is a vegeta.Pacer for a sequence of stages: constant rates
-// and linear ramps, one after another. It stops the attack after the last
-// stage. Like every vegeta pacer it never reads a clock: the attacker hands
-// it the elapsed time and the hits so far.
+// String describes the stage, e.g. "1000/s for 10s" or "1000→5000/s over 5s".
+func (s Stage) String() string {
+	if s.From == s.To {
+		return fmt.Sprintf("%g/s for %v", s.From, s.Duration)
+	}
+	return fmt.Sprintf("%g→%g/s over %v", s.From, s.To, s.Duration)
+}
+
+// Ramps are paced in constant steps of rampStep (at most maxRampSteps a
+// ramp), each at the ramp's rate at the step's middle, so the hits over
+// each step are the ramp's.
+const (
+	rampStep     = 10 * time.Millisecond
+	maxRampSteps = 1000
+)
+
+// StagedPacer is a vegeta.Pacer for a sequence of stages, constant rates
+// and linear ramps one after another, that stops the attack after the
+// last. Every hit is timed by vegeta's ConstantPacer: a constant stage is
+// one, a ramp a run of short ones (vegeta's LinearPacer is no ramp: it
+// takes a zero start rate for no limit, and from 1/s rising by 100/s² it
+// waits 2 s, then sends 200 hits at once). Like every vegeta pacer it
+// never reads a clock.
 type StagedPacer struct {
 	stages []Stage
-	starts []time.Duration // start of each stage
-	before []float64       // hits expected before each stage
+	steps  []step
 	total  time.Duration
+}
+
+// step is one constant-rate stretch of a StagedPacer.
+type step struct {
+	start, end time.Duration
+	// pacer times the step's hits; Freq 0: a pause.
+	pacer vegeta.ConstantPacer
+	// base is the whole hits due before the step; phase the fraction of
+	// one more, as the pacer's elapsed time at the step's start.
+	base  uint64
+	phase time.Duration
 }
 
 var _ vegeta.Pacer = (*StagedPacer)(nil)
@@ -44,27 +77,31 @@ func NewStagedPacer(stages ...Stage) (*StagedPacer, error) {
 		return nil, fmt.Errorf("%w: no stages", ErrConfig)
 	}
 	p := &StagedPacer{stages: stages}
-	var at time.Duration
-	var hits float64
+	var due float64 // hits due before the next step
 	for i, s := range stages {
-		if s.Duration <= 0 || s.From < 0 || s.To < 0 || math.IsNaN(s.From) || math.IsNaN(s.To) || math.IsInf(s.From, 0) || math.IsInf(s.To, 0) {
-			return nil, fmt.Errorf("%w: stage %d: %v (want rates >= 0 and a positive duration)", ErrConfig, i, s)
+		if s.Duration <= 0 || !(s.From >= 0 && s.From <= MaxRate) || !(s.To >= 0 && s.To <= MaxRate) {
+			return nil, fmt.Errorf("%w: stage %d: %v (want rates in [0, %g] and a positive duration)", ErrConfig, i, s, float64(MaxRate))
 		}
-		p.starts = append(p.starts, at)
-		p.before = append(p.before, hits)
-		at += s.Duration
-		hits += (s.From + s.To) / 2 * s.Duration.Seconds()
+		n := 1
+		if s.From != s.To {
+			n = int(min(max((s.Duration+rampStep-1)/rampStep, 1), maxRampSteps))
+		}
+		for j := range n {
+			st := step{start: p.total + s.Duration*time.Duration(j)/time.Duration(n), end: p.total + s.Duration*time.Duration(j+1)/time.Duration(n)}
+			if rate := s.From + (s.To-s.From)*(float64(j)+0.5)/float64(n); rate > 0 {
+				interval := time.Duration(min(math.Round(1e9/rate), 1<<62))
+				st.pacer = vegeta.ConstantPacer{Freq: 1, Per: max(interval, 1)}
+				whole := math.Floor(due + 1e-9)
+				st.base, st.phase = uint64(whole), time.Duration(max(due-whole, 0)*float64(st.pacer.Per))
+				due += float64(st.end-st.start) / float64(st.pacer.Per)
+			} else {
+				st.base = uint64(math.Floor(due + 1e-9))
+			}
+			p.steps = append(p.steps, st)
+		}
+		p.total += s.Duration
 	}
-	p.total = at
 	return p, nil
-}
-
-// String describes the stages, e.g. "1000/s for 10s, 1000→5000/s over 5s".
-func (s Stage) String() string {
-	if s.From == s.To {
-		return fmt.Sprintf("%g/s for %v", s.From, s.Duration)
-	}
-	return fmt.Sprintf("%g→%g/s over %v", s.From, s.To, s.Duration)
 }
 
 // String lists the stages.
@@ -79,68 +116,40 @@ func (p *StagedPacer) String() string {
 // Duration is the total length of the stages.
 func (p *StagedPacer) Duration() time.Duration { return p.total }
 
-// Hits returns the number of hits expected by elapsed time t.
-func (p *StagedPacer) Hits(t time.Duration) float64 {
-	if t <= 0 {
-		return 0
-	}
-	if t >= p.total {
-		n := len(p.stages) - 1
-		s := p.stages[n]
-		return p.before[n] + (s.From+s.To)/2*s.Duration.Seconds()
-	}
-	i := p.stageAt(t)
-	s := p.stages[i]
-	x := (t - p.starts[i]).Seconds()
-	slope := (s.To - s.From) / s.Duration.Seconds()
-	return p.before[i] + s.From*x + slope*x*x/2
+// stepAt returns the index of the step running at t (len(steps) past the
+// end).
+func (p *StagedPacer) stepAt(t time.Duration) int {
+	return sort.Search(len(p.steps), func(i int) bool { return p.steps[i].end > t })
 }
 
-// stageAt returns the index of the stage running at t (0 <= t < total).
-func (p *StagedPacer) stageAt(t time.Duration) int {
-	for i := len(p.starts) - 1; i > 0; i-- {
-		if t >= p.starts[i] {
-			return i
-		}
-	}
-	return 0
-}
-
-// Rate returns the instantaneous rate at elapsed time t, per second.
+// Rate returns the paced rate at elapsed time t, per second (0 outside
+// the stages).
 func (p *StagedPacer) Rate(t time.Duration) float64 {
-	if t < 0 || t >= p.total {
+	i := p.stepAt(t)
+	if t < 0 || i == len(p.steps) || p.steps[i].pacer.Freq == 0 {
 		return 0
 	}
-	i := p.stageAt(t)
-	s := p.stages[i]
-	return s.From + (s.To-s.From)*float64(t-p.starts[i])/float64(s.Duration)
+	return p.steps[i].pacer.Rate(t)
 }
 
 // Pace returns how long to wait before the next hit, given the elapsed time
 // and the hits sent so far; it stops after the last stage.
 func (p *StagedPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
-	if elapsed >= p.total {
-		return 0, true
-	}
-	if float64(hits) < p.Hits(elapsed) {
-		return 0, false // behind: hit now
-	}
-	// Find when the (hits+1)th hit is due: the first t with Hits(t) >=
-	// hits+1, by bisection over [elapsed, total] (Hits is non-decreasing).
-	want := float64(hits + 1)
-	if p.Hits(p.total) < want {
-		// No more hits fit in the stages: stop now (vegeta sends a hit
-		// after every wait, so waiting out the rest would add one).
-		return 0, true
-	}
-	lo, hi := elapsed, p.total
-	for hi-lo > time.Microsecond {
-		mid := lo + (hi-lo)/2
-		if p.Hits(mid) >= want {
-			hi = mid
-		} else {
-			lo = mid
+	for i := p.stepAt(max(elapsed, 0)); i < len(p.steps); i++ {
+		st := &p.steps[i]
+		at := max(elapsed, st.start)
+		if hits < st.base {
+			return at - elapsed, false // behind: hit now
+		}
+		if st.pacer.Freq == 0 {
+			continue // a pause
+		}
+		// The step's pacer counts its own hits from the fraction due at
+		// its start; a wait that ends past the step goes to the next.
+		w, stop := st.pacer.Pace(at-st.start+st.phase, hits-st.base)
+		if !stop && at+w <= st.end {
+			return at + w - elapsed, false
 		}
 	}
-	return hi - elapsed, false
+	return 0, true
 }

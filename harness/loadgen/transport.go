@@ -1,197 +1,178 @@
 package loadgen
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
-// DirectTransport is a lean HTTP/1.1 keep-alive transport for load
+// Transport is an http.RoundTripper over fasthttp's HostClient, for load
 // generation: each request runs on the caller's goroutine over a pooled
-// connection (write, flush, read the response), with none of
-// http.Transport's per-connection reader and writer goroutines, so a
-// request costs the syscalls it needs and no goroutine hand-offs. It speaks
-// plain http:// only (no TLS, proxies or HTTP/2) and never retries; a
-// failed request closes its connection. Safe for concurrent use.
-type DirectTransport struct {
-	// MaxIdlePerHost bounds the idle connections kept per host; zero: 1024.
-	MaxIdlePerHost int
-	// DialTimeout bounds connecting; zero: 5 s.
-	DialTimeout time.Duration
+// keep-alive connection, with none of http.Transport's per-connection
+// reader and writer goroutines; the response body is read off the
+// connection as the caller reads it, and the caller bounds how much it
+// reads (vegeta's MaxBody, server.Client's limit). It speaks plain http://
+// only (no TLS, proxies or HTTP/2) and never retries. Every request is bounded by its
+// context's deadline, or by DefaultTimeout when the context has none; a
+// context cancelled without a deadline ends the request at that bound, not
+// at once (fasthttp takes deadlines, not contexts). Safe for concurrent use.
+type Transport struct {
+	// MaxConnsPerHost bounds the connections to each host, busy and
+	// idle; a request finding them all busy waits for one until its
+	// deadline. Zero: 1024.
+	MaxConnsPerHost int
 
-	mu   sync.Mutex
-	idle map[string][]*directConn
-	dial net.Dialer
+	mu    sync.Mutex
+	hosts map[string]*fasthttp.HostClient
 }
 
-var _ http.RoundTripper = (*DirectTransport)(nil)
-
-// directConn is one pooled connection.
-type directConn struct {
-	c  net.Conn
-	br *bufio.Reader
-	bw *bufio.Writer
-}
+var _ http.RoundTripper = (*Transport)(nil)
 
 // errScheme is returned for anything but http://.
-var errScheme = errors.New("loadgen: DirectTransport speaks http:// only")
+var errScheme = errors.New("loadgen: Transport speaks http:// only")
 
-// RoundTrip sends req and reads the response head; the body is read from
-// the connection as the caller reads it, and the connection returns to the
-// pool when the body has been read to its end and closed.
-func (t *DirectTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+// RoundTrip sends req and returns the response once its head has arrived;
+// the connection returns to the pool when the body is closed (closed for
+// good when it was not read to its end).
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		defer req.Body.Close()
+	}
 	if req.URL.Scheme != "http" {
-		if req.Body != nil {
-			req.Body.Close()
-		}
 		return nil, fmt.Errorf("%w: %q", errScheme, req.URL.Scheme)
 	}
-	host := req.URL.Host
-	if req.URL.Port() == "" {
-		host = net.JoinHostPort(req.URL.Hostname(), "80")
-	}
 	ctx := req.Context()
-	dc, err := t.get(ctx, host)
-	if err != nil {
-		if req.Body != nil {
-			req.Body.Close()
-		}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		dc.c.SetDeadline(dl)
-	} else {
-		dc.c.SetDeadline(time.Time{})
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(DefaultTimeout)
 	}
-	// A cancelled context interrupts blocked I/O by moving the deadline.
-	stop := context.AfterFunc(ctx, func() { dc.c.SetDeadline(time.Unix(1, 0)) })
-	fail := func(err error) (*http.Response, error) {
-		stop()
-		dc.c.Close()
+	freq := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(freq)
+	freq.Header.SetMethod(req.Method)
+	freq.SetRequestURI(req.URL.String())
+	if req.Host != "" {
+		freq.Header.SetHost(req.Host)
+	}
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			freq.Header.Add(k, v)
+		}
+	}
+	if req.Close {
+		freq.SetConnectionClose()
+	}
+	if req.Body != nil && req.Body != http.NoBody {
+		if _, err := io.Copy(freq.BodyWriter(), req.Body); err != nil {
+			return nil, err
+		}
+	}
+	fresp := fasthttp.AcquireResponse()
+	if err := t.host(req.URL).DoDeadline(freq, fresp, deadline); err != nil {
+		fasthttp.ReleaseResponse(fresp)
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("%w (%v)", cerr, err)
 		}
-		// The connection's deadline is the context's: it can fire a hair
-		// before the context's own timer.
-		var ne net.Error
-		if dl, ok := ctx.Deadline(); ok && errors.As(err, &ne) && ne.Timeout() && !time.Now().Before(dl) {
+		if errors.Is(err, fasthttp.ErrTimeout) {
 			return nil, fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
 		}
 		return nil, err
 	}
-	if err := req.Write(dc.bw); err != nil {
-		return fail(err)
+	code := fresp.StatusCode()
+	resp := &http.Response{
+		Status:     strconv.Itoa(code) + " " + http.StatusText(code),
+		StatusCode: code,
+		Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        make(http.Header, fresp.Header.Len()),
+		ContentLength: int64(fresp.Header.ContentLength()),
+		Close:         fresp.ConnectionClose(),
+		Body:          &fastBody{r: fresp.BodyStream(), resp: fresp},
+		Request:       req,
 	}
-	if err := dc.bw.Flush(); err != nil {
-		return fail(err)
+	if resp.ContentLength < 0 {
+		resp.ContentLength = -1 // chunked or until close
 	}
-	resp, err := http.ReadResponse(dc.br, req)
-	if err != nil {
-		return fail(err)
+	for k, v := range fresp.Header.All() {
+		resp.Header.Add(string(k), string(v))
 	}
-	reuse := !resp.Close && !req.Close && resp.ProtoAtLeast(1, 1)
-	resp.Body = &directBody{rc: resp.Body, t: t, host: host, dc: dc, reuse: reuse, stop: stop}
 	return resp, nil
 }
 
-// get returns an idle connection to host, or dials one.
-func (t *DirectTransport) get(ctx context.Context, host string) (*directConn, error) {
+// host returns the HostClient for u's host, making it on first use.
+func (t *Transport) host(u *url.URL) *fasthttp.HostClient {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	addr := net.JoinHostPort(u.Hostname(), port)
 	t.mu.Lock()
-	if l := t.idle[host]; len(l) > 0 {
-		dc := l[len(l)-1]
-		t.idle[host] = l[:len(l)-1]
-		t.mu.Unlock()
-		return dc, nil
+	defer t.mu.Unlock()
+	if hc := t.hosts[addr]; hc != nil {
+		return hc
 	}
-	t.mu.Unlock()
-	d := t.dial
-	d.Timeout = t.DialTimeout
-	if d.Timeout == 0 {
-		d.Timeout = 5 * time.Second
+	if t.hosts == nil {
+		t.hosts = map[string]*fasthttp.HostClient{}
 	}
-	d.KeepAlive = 30 * time.Second
-	c, err := d.DialContext(ctx, "tcp", host)
-	if err != nil {
-		return nil, err
+	conns := t.MaxConnsPerHost
+	if conns <= 0 {
+		conns = 1024
 	}
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
+	hc := &fasthttp.HostClient{
+		Addr:                      addr,
+		MaxConns:                  conns,
+		MaxConnWaitTimeout:        time.Hour, // each request is bounded by its deadline
+		MaxIdemponentCallAttempts: 1,         // never retry: a retried GET /v1/id loses IDs
+		StreamResponseBody:        true,      // the caller reads the body off the connection
+		NoDefaultUserAgentHeader:  true,
 	}
-	return &directConn{c: c, br: bufio.NewReaderSize(c, 64<<10), bw: bufio.NewWriterSize(c, 4<<10)}, nil
+	t.hosts[addr] = hc
+	return hc
 }
 
-// put returns a connection to the pool, or closes it when the pool is full.
-func (t *DirectTransport) put(host string, dc *directConn) {
-	max := t.MaxIdlePerHost
-	if max == 0 {
-		max = 1024
-	}
+// CloseIdleConnections closes every pooled idle connection.
+func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
-	if t.idle == nil {
-		t.idle = map[string][]*directConn{}
-	}
-	if len(t.idle[host]) < max {
-		t.idle[host] = append(t.idle[host], dc)
-		t.mu.Unlock()
-		return
-	}
-	t.mu.Unlock()
-	dc.c.Close()
-}
-
-// CloseIdleConnections closes every pooled connection.
-func (t *DirectTransport) CloseIdleConnections() {
-	t.mu.Lock()
-	idle := t.idle
-	t.idle = nil
-	t.mu.Unlock()
-	for _, l := range idle {
-		for _, dc := range l {
-			dc.c.Close()
-		}
+	defer t.mu.Unlock()
+	for _, hc := range t.hosts {
+		hc.CloseIdleConnections()
 	}
 }
 
-// directBody returns its connection to the pool once read to EOF and
-// closed, and closes the connection otherwise.
-type directBody struct {
-	rc    io.ReadCloser
-	t     *DirectTransport
-	host  string
-	dc    *directConn
-	reuse bool
-	eof   bool
-	done  bool
-	stop  func() bool
+// fastBody reads a fasthttp response's body off its connection and on
+// Close hands the connection back (or closes it when the body was not read
+// to its end) and releases the response.
+type fastBody struct {
+	r    io.Reader
+	once sync.Once
+	resp *fasthttp.Response
 }
 
 // Read reads the body.
-func (b *directBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if err == io.EOF {
-		b.eof = true
+func (b *fastBody) Read(p []byte) (int, error) {
+	if b.r == nil {
+		return 0, io.EOF
 	}
-	return n, err
+	return b.r.Read(p)
 }
 
-// Close releases the connection.
-func (b *directBody) Close() error {
-	if b.done {
-		return nil
-	}
-	b.done = true
-	err := b.rc.Close()
-	cancelled := !b.stop()
-	if b.reuse && b.eof && err == nil && !cancelled && b.dc.br.Buffered() == 0 {
-		b.t.put(b.host, b.dc)
-	} else {
-		b.dc.c.Close()
-	}
+// Close releases the response; the body is not read after.
+func (b *fastBody) Close() error {
+	var err error
+	b.once.Do(func() {
+		err = b.resp.CloseBodyStream()
+		b.r = nil
+		fasthttp.ReleaseResponse(b.resp)
+	})
 	return err
 }

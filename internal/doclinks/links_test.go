@@ -14,7 +14,7 @@ import (
 
 var (
 	linkRE    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
-	headingRE = regexp.MustCompile("(?m)^#{1,6}\\s+(.+?)\\s*#*\\s*$")
+	headingRE = regexp.MustCompile(`(?m)^#{1,6}\s+(.+?)\s*#*\s*$`)
 	fenceRE   = regexp.MustCompile("(?ms)^```.*?^```")
 )
 

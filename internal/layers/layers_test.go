@@ -110,7 +110,7 @@ func TestOneModulePerStore(t *testing.T) {
 		"github.com/tsenart/vegeta":   {"harness/loadgen"},
 		"github.com/grafana":          {"dashboards"},
 		"github.com/compose-spec":     {"deploy"},
-		"github.com/valyala/fasthttp": {"server", "cmd/snowchaos"},
+		"github.com/valyala/fasthttp": {"server", "harness/loadgen"},
 	}
 	for pkg, imps := range imports(t) {
 		for _, imp := range imps {

@@ -1,10 +1,10 @@
-// Package yieldclock is the sleep the generator's system clock had before
-// issue 15: time.Sleep from 1 ms up, and below that a loop of
-// runtime.Gosched until the time has passed, so that a call waiting for
-// the next tick keeps its processor busy. A clock that reads the system
-// clock and sleeps with Sleep is the same-run reference for the CPU a
-// wait costs (the generator's BenchmarkNextNRealClock, loadbench's batch
-// phase), not a clock to run.
+// Package yieldclock is the sleep the generator's system clock replaced:
+// time.Sleep from 1 ms up, and below that a loop of runtime.Gosched until
+// the time has passed, so that a call waiting for the next tick keeps its
+// processor busy. A clock that reads the system clock and sleeps with
+// Sleep is the same-run reference for the CPU a wait costs (the
+// generator's BenchmarkNextNRealClock, bench/cmd/loadbench's batch phase),
+// not a clock to run.
 package yieldclock
 
 import (

@@ -421,7 +421,7 @@ func testList(t *testing.T, h Harness, b Backend) {
 	if !ok || lb.Holder != "node-b" || lb.LastIssuedMs != 777 {
 		t.Errorf("List entry for released worker %d = %+v, want holder node-b last issued 777", bb.WorkerID, lb)
 	}
-	if !la.LeasedUntil.After(lb.LeasedUntil) || lb.ExpiredAt(la.LeasedUntil) != true || la.ExpiredAt(lb.LeasedUntil) {
+	if !la.LeasedUntil.After(lb.LeasedUntil) || !lb.ExpiredAt(la.LeasedUntil) || la.ExpiredAt(lb.LeasedUntil) {
 		t.Errorf("held lease expiry %v not after released lease expiry %v", la.LeasedUntil, lb.LeasedUntil)
 	}
 	if d := la.LeasedUntil.Sub(a.LeasedUntil); d < -time.Second || d > time.Second {

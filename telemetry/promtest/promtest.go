@@ -13,14 +13,12 @@ package promtest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
 	"github.com/snowchaos/snowchaos/internal/testenv"
@@ -73,8 +73,8 @@ type Prom struct {
 	// Dir holds the config and the TSDB.
 	Dir string
 
-	proc   *testenv.Process
-	client *http.Client
+	proc *testenv.Process
+	api  promv1.API
 }
 
 // Start starts Prometheus scraping targets (host:port) every second and
@@ -175,7 +175,12 @@ func start(bin, dir, cfg string, extra []string, timeout time.Duration) (*Prom, 
 	if err != nil {
 		return nil, err
 	}
-	p := &Prom{URL: "http://" + addr, Dir: dir, proc: proc, client: &http.Client{Timeout: 10 * time.Second}}
+	c, err := promapi.NewClient(promapi.Config{Address: "http://" + addr, Client: &http.Client{Timeout: 10 * time.Second}})
+	if err != nil {
+		proc.Stop(nil, 0)
+		return nil, err
+	}
+	p := &Prom{URL: "http://" + addr, Dir: dir, proc: proc, api: promv1.NewAPI(c)}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := p.waitReady(ctx); err != nil {
@@ -190,7 +195,7 @@ func start(bin, dir, cfg string, extra []string, timeout time.Duration) (*Prom, 
 func (p *Prom) waitReady(ctx context.Context) error {
 	err := testenv.Poll(ctx, 50*time.Millisecond, p.proc.Exited(), func() bool {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/-/ready", nil)
-		resp, err := p.client.Do(req)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false
 		}
@@ -213,98 +218,31 @@ func (p *Prom) stop() { p.proc.Stop(nil, 0) }
 // Logs returns what the server has logged so far.
 func (p *Prom) Logs() string { return p.proc.Log() }
 
-// apiResponse is the envelope of every /api/v1 answer.
-type apiResponse struct {
-	Status    string          `json:"status"`
-	Data      json.RawMessage `json:"data"`
-	ErrorType string          `json:"errorType"`
-	Error     string          `json:"error"`
-}
-
-func (p *Prom) api(ctx context.Context, path string, params url.Values) (json.RawMessage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL+path, strings.NewReader(params.Encode()))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	var r apiResponse
-	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("promtest: %s: HTTP %d: %.200s", path, resp.StatusCode, body)
-	}
-	if r.Status != "success" {
-		return nil, fmt.Errorf("promtest: %s: %s: %s", path, r.ErrorType, r.Error)
-	}
-	return r.Data, nil
-}
-
 // Query evaluates an instant PromQL query now and returns its vector (an
 // error for a scalar, matrix or string result).
 func (p *Prom) Query(ctx context.Context, q string) (model.Vector, error) {
-	data, err := p.api(ctx, "/api/v1/query", url.Values{"query": {q}})
+	v, _, _, err := p.api.Query(ctx, q, time.Time{})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("promtest: query %q: %w", q, err)
 	}
-	var d struct {
-		ResultType string          `json:"resultType"`
-		Result     json.RawMessage `json:"result"`
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("promtest: query %q: result type %s, want vector", q, v.Type())
 	}
-	if err := json.Unmarshal(data, &d); err != nil {
-		return nil, err
-	}
-	if d.ResultType != "vector" {
-		return nil, fmt.Errorf("promtest: query %q: result type %s, want vector", q, d.ResultType)
-	}
-	var v model.Vector
-	if err := json.Unmarshal(d.Result, &v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// Exemplar is one exemplar the server stored.
-type Exemplar struct {
-	Series model.Metric
-	Labels model.LabelSet
-	Value  float64
+	return vec, nil
 }
 
 // QueryExemplars returns the exemplars of the series q selects over the
 // last window.
-func (p *Prom) QueryExemplars(ctx context.Context, q string, window time.Duration) ([]Exemplar, error) {
+func (p *Prom) QueryExemplars(ctx context.Context, q string, window time.Duration) ([]promv1.Exemplar, error) {
 	now := time.Now()
-	data, err := p.api(ctx, "/api/v1/query_exemplars", url.Values{
-		"query": {q},
-		"start": {strconv.FormatInt(now.Add(-window).Unix(), 10)},
-		"end":   {strconv.FormatInt(now.Add(time.Minute).Unix(), 10)},
-	})
+	res, err := p.api.QueryExemplars(ctx, q, now.Add(-window), now.Add(time.Minute))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("promtest: exemplars of %q: %w", q, err)
 	}
-	var res []struct {
-		SeriesLabels model.Metric `json:"seriesLabels"`
-		Exemplars    []struct {
-			Labels model.LabelSet `json:"labels"`
-			Value  string         `json:"value"`
-		} `json:"exemplars"`
-	}
-	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, err
-	}
-	var out []Exemplar
+	var out []promv1.Exemplar
 	for _, s := range res {
-		for _, e := range s.Exemplars {
-			v, _ := strconv.ParseFloat(e.Value, 64)
-			out = append(out, Exemplar{Series: s.SeriesLabels, Labels: e.Labels, Value: v})
-		}
+		out = append(out, s.Exemplars...)
 	}
 	return out, nil
 }
@@ -353,8 +291,8 @@ func (p *Prom) WaitFor(ctx context.Context, q string, ok Condition) (model.Vecto
 
 // WaitExemplars polls QueryExemplars (every 100ms) until it returns at
 // least n exemplars or ctx ends.
-func (p *Prom) WaitExemplars(ctx context.Context, q string, window time.Duration, n int) ([]Exemplar, error) {
-	var exs []Exemplar
+func (p *Prom) WaitExemplars(ctx context.Context, q string, window time.Duration, n int) ([]promv1.Exemplar, error) {
+	var exs []promv1.Exemplar
 	var lastErr error
 	err := testenv.Poll(ctx, 100*time.Millisecond, p.proc.Exited(), func() bool {
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)

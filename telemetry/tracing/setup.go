@@ -144,6 +144,9 @@ func protocolFromEnv(getenv func(string) string) string {
 	return "http/protobuf"
 }
 
+// newExporter builds the OTLP exporter for protocol. OpenTelemetry's
+// autoexport would do it, but brings the log and metric exporters and a
+// Prometheus bridge with it: 14 modules and 1.95 MB more in bin/snowchaos.
 func newExporter(ctx context.Context, protocol string) (sdktrace.SpanExporter, error) {
 	switch protocol {
 	case "grpc":
@@ -167,7 +170,10 @@ func newResource(ctx context.Context, serviceName string) (*resource.Resource, e
 }
 
 // SamplerFromEnv parses OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG
-// values: always_on, always_off, traceidratio, parentbased_always_on (also
+// as the SDK does, for KeepRewinds to wrap: the SDK applies its own
+// environment sampler inside NewTracerProvider and exports no way to get
+// it, and falls back to the default on a bad value where this refuses.
+// Values: always_on, always_off, traceidratio, parentbased_always_on (also
 // for ""), parentbased_always_off, parentbased_traceidratio; a ratio
 // argument must lie in [0, 1] and defaults to 1. Errors wrap ErrConfig and
 // name the value.

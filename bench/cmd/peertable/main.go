@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	m := throughput.ThisMachine()
-	m.BenchTime, m.MeasuredAt = *benchtime, time.Now()
+	m.BenchTime = *benchtime
 	cs := []throughput.Contender{
 		throughput.Snowchaos(generator.PolicyWait),
 		throughput.Snowchaos(generator.PolicyRefuse),

@@ -62,7 +62,7 @@ const offsetTolerance = time.Millisecond
 
 // newHTTPClient returns the keep-alive client nodes are called with.
 func newHTTPClient() *http.Client {
-	return &http.Client{Timeout: 60 * time.Second, Transport: &loadgen.DirectTransport{}}
+	return &http.Client{Timeout: 60 * time.Second, Transport: &loadgen.Transport{}}
 }
 
 // HTTP is the target of nodes already running (snowchaos serve, started by

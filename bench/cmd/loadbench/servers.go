@@ -30,8 +30,8 @@ import (
 // garbage collector): the nodes and the references: two bare servers
 // answering every /v1/id with a constant ID and every /v1/ids with a
 // constant body of --batch IDs, in the node's formats and headers, and a
-// node whose generator waits for the next tick as it did before issue 15
-// (yieldclock.Sleep: a loop of runtime.Gosched below 1 ms), the batch phase's
+// node whose generator waits for the next tick in a loop of
+// runtime.Gosched below 1 ms (yieldclock.Sleep), the batch phase's
 // reference for the CPU a wait costs.
 type benchServers struct {
 	Nodes      []string `json:"nodes"`      // base URLs of the nodes
@@ -52,7 +52,7 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// yieldClock is the system clock with the sleep it had before issue 15
+// yieldClock is the system clock sleeping in a yield loop
 // (yieldclock.Sleep): the reference node's clock.
 type yieldClock struct{ generator.Clock }
 
@@ -237,7 +237,7 @@ type serverProcess struct {
 // startBenchServers starts the child process and reads its addresses
 // (within 30 s).
 func startBenchServers(nodes, batch, pin int, stderr io.Writer) (*serverProcess, error) {
-	cmd, err := selfCommand("loadbench", "--server-process", "--nodes", strconv.Itoa(nodes), "--batch", strconv.Itoa(batch), "--pin-server", strconv.Itoa(pin))
+	cmd, err := selfCommand("--server-process", "--nodes", strconv.Itoa(nodes), "--batch", strconv.Itoa(batch), "--pin-server", strconv.Itoa(pin))
 	if err != nil {
 		return nil, err
 	}

@@ -1,3 +1,14 @@
+// Command loadbench measures the snowchaos HTTP node beside its ceilings,
+// in one run: the generator without a network against the layout's
+// 4,096 IDs per ms; GET /v1/id against a bare net/http and a bare
+// fasthttp server in the node's process; GET /v1/ids batches against a
+// constant body and against a node waiting in a yield loop; and a
+// Postgres sequence, the ticket counter users would otherwise build.
+//
+//	cd bench && go run ./cmd/loadbench [flags]   (make loadbench at the root)
+//
+// loadbench -h describes each phase and flag. Exit codes: 0 done, 1 a
+// duplicate or a failed request, 2 bad flags.
 package main
 
 import (
@@ -9,9 +20,11 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -22,11 +35,21 @@ import (
 	"github.com/snowchaos/snowchaos/verify/pgoracle"
 )
 
-func init() {
-	register(command{name: "loadbench", summary: "benchmark the HTTP node against bare HTTP servers and a Postgres ticket counter (loadbench -h)", run: runLoadbench})
+// Exit codes.
+const (
+	exitOK      = 0 // measured, nothing failed
+	exitFailure = 1 // a duplicate, a failed request, an oracle's failure
+	exitInvalid = 2 // bad flags, servers that would not start
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-const loadbenchUsage = `usage: snowchaos loadbench [flags]
+const usage = `usage: loadbench [flags]
 
 Measures, in one run and beside their ceilings:
   inprocess  generator.Next() without a network, against the layout's
@@ -39,8 +62,8 @@ Measures, in one run and beside their ceilings:
   batch      GET /v1/ids?count=N in text and JSON, against the fasthttp
              reference answering a constant body of N IDs, and against a
              node whose generator waits for the next tick in a loop of
-             runtime.Gosched (as it did before issue 15), the reference
-             for the CPU that waiting costs;
+             runtime.Gosched, the reference for the CPU that waiting
+             costs;
   pg         a Postgres sequence, the central ticket counter users would
              otherwise build: nextval() one per round trip (on one and on
              several connections) and in batches.
@@ -198,9 +221,15 @@ type benchFlags struct {
 	pinServer, pinClient     int
 }
 
-func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// run runs loadbench with args and returns its exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f benchFlags
 	fs := flag.NewFlagSet("loadbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
 	fs.DurationVar(&f.duration, "duration", 5*time.Second, "length of each measurement (each row, each round)")
 	fs.IntVar(&f.workers, "workers", 32, "keep-alive connections for single-ID requests")
 	fs.IntVar(&f.batch, "batch", 4096, "IDs per batch request")
@@ -214,27 +243,34 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.BoolVar(&f.noPG, "no-pg", false, "skip the Postgres ticket counter")
 	fs.IntVar(&f.pgConns, "pg-conns", 8, "connections for the concurrent nextval() row")
 	fs.IntVar(&f.pgBatch, "pg-batch", 1000, "nextval() values per round trip for the batched row")
-	fs.BoolVar(&f.stdTransport, "std-transport", false, "with --rate: load with net/http's Transport instead of loadgen.DirectTransport")
+	fs.BoolVar(&f.stdTransport, "std-transport", false, "with --rate: load with net/http's Transport instead of loadgen.Transport (fasthttp)")
 	fs.BoolVar(&f.oracle, "oracle", false, "also write every node's ID to Postgres (verify/pgoracle) and report its verdict")
 	fs.BoolVar(&f.asJSON, "json", false, "print JSON")
 	fs.Float64Var(&f.rate, "rate", 0, "open-model rate (requests/s) for the single-ID phase instead of the maximum (no references)")
 	fs.StringVar(&f.phases, "phases", "inprocess,single,batch,pg", "phases to run, comma-separated: inprocess, single, batch, pg")
 	fs.BoolVar(&f.serverOnly, "server-process", false, "internal: run only the servers (for loadbench itself), print their addresses as JSON, serve until stdin closes")
-	if code, ok := parseFlags(fs, args, stderr, loadbenchUsage); !ok {
-		return code
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
+		return exitInvalid
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "loadbench: unexpected arguments %q\n", fs.Args())
+		return exitInvalid
 	}
 	if f.rate < 0 || f.duration <= 0 || f.duration > time.Hour || f.nodes < 0 || (f.nodes == 0 && !f.serverOnly) || f.nodes > maxBenchNodes ||
 		f.batch < 2 || f.batch > server.MaxBatchLimit || f.workers < 1 || f.workers > maxBenchWorkers ||
 		f.batchWorkers < 1 || f.batchWorkers > maxBenchWorkers || f.rounds < 1 || f.rounds > maxBenchRounds ||
 		f.pinServer < -1 || f.pinClient < -1 || f.pgConns < 1 || f.pgConns > 1024 || f.pgBatch < 1 || f.pgBatch > 1<<20 {
-		fmt.Fprintf(stderr, "snowchaos loadbench: bad flags (want --duration in (0, 1h], --workers and --batch-workers in [1, %d], "+
+		fmt.Fprintf(stderr, "loadbench: bad flags (want --duration in (0, 1h], --workers and --batch-workers in [1, %d], "+
 			"--nodes in [1, %d], --rounds in [1, %d], --batch in [2, %d], --pg-conns in [1, 1024], --pg-batch in [1, %d], --pin-* -1 or a CPU)\n",
 			maxBenchWorkers, maxBenchNodes, maxBenchRounds, server.MaxBatchLimit, 1<<20)
 		return exitInvalid
 	}
 	if f.serverOnly {
 		if err := runBenchServers(ctx, f.nodes, f.batch, f.pinServer, os.Stdin, stdout); err != nil {
-			fmt.Fprintf(stderr, "snowchaos loadbench: servers: %v\n", err)
+			fmt.Fprintf(stderr, "loadbench: servers: %v\n", err)
 			return exitFailure
 		}
 		return exitOK
@@ -245,7 +281,7 @@ func runLoadbench(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		case "inprocess", "single", "batch", "pg":
 			want[p] = true
 		default:
-			fmt.Fprintf(stderr, "snowchaos loadbench: unknown phase %q (want inprocess, single, batch, pg)\n", p)
+			fmt.Fprintf(stderr, "loadbench: unknown phase %q (want inprocess, single, batch, pg)\n", p)
 			return exitInvalid
 		}
 	}
@@ -307,7 +343,7 @@ func (b *bench) run(want map[string]bool) int {
 	if needServers {
 		p, err := startBenchServers(map[bool]int{true: 0, false: f.nodes}[f.targets != ""], f.batch, f.pinServer, b.stderr)
 		if err != nil {
-			fmt.Fprintf(b.stderr, "snowchaos loadbench: %v\n", err)
+			fmt.Fprintf(b.stderr, "loadbench: %v\n", err)
 			return exitInvalid
 		}
 		defer p.stop()
@@ -325,7 +361,7 @@ func (b *bench) run(want map[string]bool) int {
 	// Pinned after the servers started: the child would inherit the binding.
 	if f.pinClient >= 0 {
 		if err := pinProcess(f.pinClient); err != nil {
-			fmt.Fprintf(b.stderr, "snowchaos loadbench: --pin-client: %v\n", err)
+			fmt.Fprintf(b.stderr, "loadbench: --pin-client: %v\n", err)
 			return exitInvalid
 		}
 	}
@@ -370,8 +406,8 @@ func (b *bench) run(want map[string]bool) int {
 }
 
 // yieldRow names the batch phase's reference node: the node whose
-// generator waits for the next tick in a loop of runtime.Gosched, as it
-// did before issue 15 (internal/yieldclock).
+// generator waits for the next tick in a loop of runtime.Gosched
+// (internal/yieldclock).
 const yieldRow = "reference: node waiting in a yield loop"
 
 // measure runs one closed-loop measurement.

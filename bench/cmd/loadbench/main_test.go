@@ -16,18 +16,26 @@ import (
 	"github.com/snowchaos/snowchaos/server"
 )
 
-func init() {
-	// The servers' child process is this test binary running main.
+// runMainEnv makes the test binary run main instead of the tests: the
+// servers' child process, and the pinned run, are this binary.
+const runMainEnv = "LOADBENCH_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		return
+	}
 	selfCommand = func(args ...string) (*exec.Cmd, error) {
 		cmd := exec.Command(os.Args[0], args...)
 		cmd.Env = append(os.Environ(), runMainEnv+"=1")
 		return cmd, nil
 	}
+	os.Exit(m.Run())
 }
 
 func TestLoadbench(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := dispatch(context.Background(), []string{"loadbench", "--duration", "200ms", "--no-pg", "--workers", "4", "--batch", "256", "--rounds", "2"}, &out, &errb)
+	code := run(context.Background(), []string{"--duration", "200ms", "--no-pg", "--workers", "4", "--batch", "256", "--rounds", "2"}, &out, &errb)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errb)
 	}
@@ -40,10 +48,10 @@ func TestLoadbench(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if code := dispatch(context.Background(), []string{"loadbench", "--duration", "0s"}, &out, &errb); code != exitInvalid {
+	if code := run(context.Background(), []string{"--duration", "0s"}, &out, &errb); code != exitInvalid {
 		t.Fatalf("bad duration: exit %d", code)
 	}
-	if code := dispatch(context.Background(), []string{"loadbench", "--rounds", "51"}, &out, &errb); code != exitInvalid {
+	if code := run(context.Background(), []string{"--rounds", "51"}, &out, &errb); code != exitInvalid {
 		t.Fatalf("--rounds 51: exit %d", code)
 	}
 }
@@ -72,7 +80,7 @@ func firstAllowedCPU(t *testing.T) string {
 func TestLoadbenchJSONAndPinning(t *testing.T) {
 	cpu := firstAllowedCPU(t)
 	// In a child process: pinning binds every thread of the process.
-	cmd, err := selfCommand("loadbench", "--duration", "200ms", "--no-pg", "--workers", "2", "--batch", "64",
+	cmd, err := selfCommand("--duration", "200ms", "--no-pg", "--workers", "2", "--batch", "64",
 		"--pin-server", cpu, "--pin-client", cpu, "--json", "--phases", "single,batch")
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +130,7 @@ func TestLoadbenchCatchesDuplicates(t *testing.T) {
 	}))
 	defer ts.Close()
 	var out, errb bytes.Buffer
-	code := dispatch(context.Background(), []string{"loadbench", "--duration", "200ms", "--no-pg", "--workers", "2", "--phases", "single", "--json", "--target", ts.URL}, &out, &errb)
+	code := run(context.Background(), []string{"--duration", "200ms", "--no-pg", "--workers", "2", "--phases", "single", "--json", "--target", ts.URL}, &out, &errb)
 	var res struct{ Rows []benchRow }
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatalf("%v: %s %s", err, &out, &errb)
