@@ -297,13 +297,17 @@ func (c Check) MarshalJSON() ([]byte, error) {
 type Figures struct {
 	// Requests counts every request, IDs every ID issued; Duplicates,
 	// OrderViolations and RestartViolations the findings; Refusals the
-	// requests not answered with IDs.
+	// requests not answered with IDs, of which Refused the ones the node
+	// refused (it answered) and Down the ones sent while the node was
+	// down (restarting, or not yet started).
 	Requests          uint64  `json:"requests"`
 	IDs               uint64  `json:"ids"`
 	Duplicates        uint64  `json:"duplicates"`
 	OrderViolations   uint64  `json:"order_violations"`
 	RestartViolations uint64  `json:"restart_violations"`
 	Refusals          uint64  `json:"refusals"`
+	Refused           uint64  `json:"refused"`
+	Down              uint64  `json:"down"`
 	Availability      float64 `json:"availability"`
 	// MaxWait ... LongestGap are the extremes and 99th percentiles of the
 	// wait per request and the embedded-time lead and lag per ID, and the

@@ -87,6 +87,8 @@ type run struct {
 	// nwatch counts reach watches, so that calls skip the check without
 	// the lock while there are none.
 	nwatch atomic.Int64
+	// down counts requests sent while their node was down.
+	down atomic.Uint64
 
 	// abort is set by the watchdog when the driver stalled: the driver
 	// stops at its next step.
@@ -322,8 +324,11 @@ func (r *run) register(sl *slot) {
 
 // outcome classifies a call's error for the verifier.
 func outcome(err error) verify.Outcome {
-	if errors.Is(err, target.ErrStopped) {
+	switch {
+	case errors.Is(err, target.ErrStopped):
 		return verify.OutcomeError
+	case errors.Is(err, target.ErrRefused):
+		return verify.OutcomeRefused
 	}
 	return verify.OutcomeOf(err)
 }
@@ -382,6 +387,7 @@ func (r *run) record(c *view, client int, arrive, end time.Duration, ids *idBuf,
 
 // recordDown records a request to a node that is down.
 func (r *run) recordDown(c *view, client int, at time.Duration) {
+	r.down.Add(1)
 	r.record(c, client, at, at, nil, fmt.Errorf("%w: %s", target.ErrStopped, c.downReason), ownOffset(c))
 }
 
@@ -491,6 +497,7 @@ func (r *run) finish(res *Result, events uint64) {
 	res.Stopped = r.mu.stopped
 	fillFigures(res, vr, r.startNs)
 	fillIncarnations(res, r.mu.inc, r.startNs)
+	res.Figures.Down = r.down.Load()
 	res.Figures.RefusedStarts = len(r.lease.refused)
 	res.Figures.Rebinds = r.lease.rebinds
 	res.Figures.LeaseOverruns = r.mu.overruns
@@ -586,6 +593,7 @@ func fillFigures(res *Result, vr verify.Result, startNs int64) {
 	f.OrderViolations = vr.OrderViolations
 	f.RestartViolations = vr.RestartViolations
 	f.Refusals = vr.Calls.Total - vr.Calls.OK
+	f.Refused = vr.Calls.Refused
 	f.Availability = round4(vr.Calls.Availability())
 	f.MaxWait, f.P99Wait = Duration(vr.Wait.Max), Duration(vr.Wait.P99)
 	f.MaxLead, f.P99Lead = Duration(vr.Lead.Max), Duration(vr.Lead.P99)

@@ -52,7 +52,7 @@ func TestRender(t *testing.T) {
 	good := map[string]map[string]harness.Figures{
 		"exec-baseline": {"mvp": {IDs: 120_000}, "mvp-bare": {IDs: 1_250_000}, "uuid-v7": {IDs: 30_000}, "uuid-v7-bare": {IDs: 300_000}, "broken": {IDs: 100_000}},
 		"exec-step-back-small": {
-			"mvp":               {IDs: 900, Requests: 100, Refusals: 24},
+			"mvp":               {IDs: 900, Requests: 100, Refusals: 24, Refused: 24},
 			"broken":            {IDs: 1000, Duplicates: 12, OrderViolations: 2},
 			"uuid-v7":           {IDs: 1000},
 			"uuid-v7-stateless": {IDs: 1000, OrderViolations: 3307},
@@ -60,7 +60,7 @@ func TestRender(t *testing.T) {
 		"exec-go-leap-second": {"sonyflake": {IDs: 1000, Duplicates: 5, RestartViolations: 7}},
 	}
 	var out, errs bytes.Buffer
-	if code := render(&out, &errs, report(good), testLibs); code != 0 {
+	if code := render(&out, &errs, []*harness.Report{report(good)}, testLibs); code != 0 {
 		t.Fatalf("exit %d, want 0; stderr:\n%s", code, errs.String())
 	}
 	table := out.String()
@@ -103,9 +103,41 @@ func TestRender(t *testing.T) {
 		}
 		sc[c.scenario][c.target] = c.f
 		var out, errs bytes.Buffer
-		if code := render(&out, &errs, report(sc), testLibs); code != c.code || !strings.Contains(errs.String(), c.stderr) {
+		if code := render(&out, &errs, []*harness.Report{report(sc)}, testLibs); code != c.code || !strings.Contains(errs.String(), c.stderr) {
 			t.Errorf("%s: exit %d, stderr %q; want %d and %q", c.name, code, errs.String(), c.code, c.stderr)
 		}
+	}
+}
+
+// TestStability: over several runs, a cell whose verdict words differ
+// (not its counts) is listed with every run's cell; down calls and
+// refusals are told apart.
+func TestStability(t *testing.T) {
+	a := map[string]map[string]harness.Figures{
+		"exec-step-back-small": {
+			"mvp":    {IDs: 900, Requests: 100, Refusals: 30, Refused: 24, Down: 6},
+			"broken": {IDs: 1000, Duplicates: 12},
+		},
+	}
+	b := map[string]map[string]harness.Figures{
+		"exec-step-back-small": {
+			"mvp":    {IDs: 900, Requests: 100, Refusals: 20, Refused: 17, Down: 3},
+			"broken": {IDs: 1000, OrderViolations: 2},
+		},
+	}
+	var out, errs bytes.Buffer
+	render(&out, &errs, []*harness.Report{report(a), report(b)}, testLibs)
+	table := out.String()
+	for _, want := range []string{
+		"| mvp | — | — | — | — | refused 24, down 6 |",
+		"- broken / step-back-small: **12 dup** | **2 order**",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if strings.Contains(table, "- mvp / step-back-small") {
+		t.Errorf("mvp's cell differs only in counts, yet is listed:\n%s", table)
 	}
 }
 

@@ -357,6 +357,10 @@ var (
 	ErrUnsupported = errors.New("target: unsupported")
 	// ErrUnknown: no target of that name is registered.
 	ErrUnknown = errors.New("target: unknown target")
+	// ErrRefused: the node answered, refusing to issue (a process's
+	// "refused: ..." line, an HTTP status other than 200): the harness
+	// counts it as a refusal, not as an error of the transport.
+	ErrRefused = errors.New("target: refused")
 	// ErrProtocol: a node's answer broke its protocol (see Violation).
 	ErrProtocol = errors.New("target: protocol violation")
 	// ErrNotReached: a fault cannot have reached the node's process (the

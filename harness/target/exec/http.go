@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/snowchaos/snowchaos/harness/target"
 )
 
 // maxBody bounds an HTTP answer.
@@ -48,7 +50,7 @@ func (n *node) requestHTTP(ctx context.Context, p *proc, dst ids) (int, error) {
 		return 0, err
 	}
 	if status != http.StatusOK {
-		return 0, fmt.Errorf("exec: node %s: refused: %s answered %d %s: %.200s", n.spec.Name, u, status, http.StatusText(status), body)
+		return 0, fmt.Errorf("%w: exec: node %s: %s answered %d %s: %.200s", target.ErrRefused, n.spec.Name, u, status, http.StatusText(status), body)
 	}
 	got, err := ParseResponse(n.x.Format, n.x.Field, body)
 	if err != nil {

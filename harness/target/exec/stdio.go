@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/snowchaos/snowchaos/harness/target"
 )
 
 // The stdio protocol, strictly: the harness writes a request line ("N",
@@ -40,6 +42,9 @@ func (n *node) exchange(ctx context.Context, p *proc, dst ids) (int, error) {
 			return i, n.violate(p, fmt.Sprintf("line %d of the answer to %q is longer than %d bytes (it starts %q)", i+1, req, maxLine, clip(l.text)))
 		}
 		if msg, ok := answerError(l.text); ok {
+			if strings.HasPrefix(msg, "refused") {
+				return i, fmt.Errorf("%w: exec: node %s %s", target.ErrRefused, n.spec.Name, msg)
+			}
 			return i, fmt.Errorf("exec: node %s %s", n.spec.Name, msg)
 		}
 		v, err := ParseID(n.kind, l.text)
