@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/harness"
+	"github.com/snowchaos/snowchaos/harness/report"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target/exec"
 )
@@ -428,56 +429,12 @@ func ratio(bare, route cell) string {
 	return strconv.FormatFloat(b/r, 'f', 1, 64) + "×"
 }
 
-// describe renders one cell.
-func describe(r *harness.Result) string {
-	f := r.Figures
-	var parts []string
-	if f.Duplicates > 0 {
-		parts = append(parts, fmt.Sprintf("**%d dup**", f.Duplicates))
-	}
-	if f.OrderViolations > 0 {
-		parts = append(parts, fmt.Sprintf("**%d order**", f.OrderViolations))
-	}
-	if f.RestartViolations > 0 {
-		parts = append(parts, fmt.Sprintf("**%d restart**", f.RestartViolations))
-	}
-	if f.IDs == 0 {
-		parts = append(parts, "no IDs")
-	}
-	if f.Refused > 0 {
-		parts = append(parts, fmt.Sprintf("refused %d", f.Refused))
-	}
-	if f.Down > 0 {
-		parts = append(parts, fmt.Sprintf("down %d", f.Down))
-	}
-	if other := f.Refusals - f.Refused - f.Down; f.Refusals > f.Refused+f.Down && other > 0 {
-		parts = append(parts, fmt.Sprintf("error %d", other))
-	}
-	s := strings.Join(parts, ", ")
-	if s == "" {
-		s = "survived"
-	}
-	if r.Verdict == harness.Unknown {
-		s += " (UNKNOWN)"
-	}
-	return s
-}
+// describe renders one cell (report.Cell, in Markdown).
+func describe(r *harness.Result) string { return report.Cell(r, true) }
 
 // words returns a cell's verdict words, without counts: what must not
 // change from run to run.
-func words(r *harness.Result) string {
-	var out []string
-	for _, part := range strings.Split(describe(r), ", ") {
-		var w []string
-		for _, f := range strings.Fields(strings.Trim(part, "*")) {
-			if _, err := strconv.Atoi(strings.Trim(f, "*")); err != nil {
-				w = append(w, strings.Trim(f, "*"))
-			}
-		}
-		out = append(out, strings.Join(w, " "))
-	}
-	return strings.Join(out, ", ")
-}
+func words(r *harness.Result) string { return report.CellWords(r) }
 
 // stability lists the cells whose verdict words differed between the
 // reports, with each report's cell.

@@ -11,9 +11,9 @@ import (
 	"github.com/snowchaos/snowchaos/harness"
 )
 
-// report builds a report of the named scenarios (1 s each), each run
+// reportOf builds a report of the named scenarios (1 s each), each run
 // given as target -> figures.
-func report(scenarios map[string]map[string]harness.Figures) *harness.Report {
+func reportOf(scenarios map[string]map[string]harness.Figures) *harness.Report {
 	rep := &harness.Report{}
 	for _, name := range []string{"exec-baseline", "exec-step-back-small", "exec-go-leap-second"} {
 		runs, ok := scenarios[name]
@@ -60,7 +60,7 @@ func TestRender(t *testing.T) {
 		"exec-go-leap-second": {"sonyflake": {IDs: 1000, Duplicates: 5, RestartViolations: 7}},
 	}
 	var out, errs bytes.Buffer
-	if code := render(&out, &errs, []*harness.Report{report(good)}, testLibs); code != 0 {
+	if code := render(&out, &errs, []*harness.Report{reportOf(good)}, testLibs); code != 0 {
 		t.Fatalf("exit %d, want 0; stderr:\n%s", code, errs.String())
 	}
 	table := out.String()
@@ -103,7 +103,7 @@ func TestRender(t *testing.T) {
 		}
 		sc[c.scenario][c.target] = c.f
 		var out, errs bytes.Buffer
-		if code := render(&out, &errs, []*harness.Report{report(sc)}, testLibs); code != c.code || !strings.Contains(errs.String(), c.stderr) {
+		if code := render(&out, &errs, []*harness.Report{reportOf(sc)}, testLibs); code != c.code || !strings.Contains(errs.String(), c.stderr) {
 			t.Errorf("%s: exit %d, stderr %q; want %d and %q", c.name, code, errs.String(), c.code, c.stderr)
 		}
 	}
@@ -126,7 +126,7 @@ func TestStability(t *testing.T) {
 		},
 	}
 	var out, errs bytes.Buffer
-	render(&out, &errs, []*harness.Report{report(a), report(b)}, testLibs)
+	render(&out, &errs, []*harness.Report{reportOf(a), reportOf(b)}, testLibs)
 	table := out.String()
 	for _, want := range []string{
 		"| mvp | — | — | — | — | refused 24, down 6 |",
