@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -77,6 +78,64 @@ func New(cli *clientv3.Client, opts Options) *Registry {
 		opts.Clock = generator.SystemClock()
 	}
 	return &Registry{cli: cli, prefix: opts.Prefix, clock: opts.Clock}
+}
+
+func init() {
+	lease.RegisterScheme(Scheme, func(_ context.Context, u string, o lease.OpenOptions) (lease.Registry, func() error, error) {
+		endpoints, prefix, err := ParseURL(u)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := Open(endpoints, Options{Prefix: prefix, Clock: o.Clock})
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, r.Close, nil
+	})
+}
+
+// Scheme is the URL scheme of an etcd lease store.
+const Scheme = "etcd"
+
+// maxEndpoints bounds the servers a URL may name.
+const maxEndpoints = 64
+
+// ParseURL reads etcd://host:port[,host:port...][/prefix/] (the scheme in
+// any case) into client endpoints ("http://host:port") and the key prefix
+// ("" without one: DefaultPrefix). A bad URL fails with
+// lease.ErrInvalidConfig naming the part at fault.
+func ParseURL(s string) (endpoints []string, prefix string, err error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: etcd URL %q: %s", lease.ErrInvalidConfig, s, fmt.Sprintf(format, args...))
+	}
+	const pre = Scheme + "://"
+	if len(s) < len(pre) || !strings.EqualFold(s[:len(pre)], pre) {
+		return nil, "", bad("want etcd://host:port[,host:port][/prefix/]")
+	}
+	hosts, path, _ := strings.Cut(s[len(pre):], "/")
+	if strings.ContainsAny(hosts, "@?#") || strings.ContainsAny(path, "?#") {
+		return nil, "", bad("user info, queries and fragments are not supported")
+	}
+	if hosts == "" {
+		return nil, "", bad("no endpoint")
+	}
+	for _, hp := range strings.Split(hosts, ",") {
+		h, port, err := net.SplitHostPort(hp)
+		if err != nil || h == "" {
+			return nil, "", bad("endpoint %q: want host:port", hp)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return nil, "", bad("endpoint %q: port %q not in [1, 65535]", hp, port)
+		}
+		if len(endpoints) == maxEndpoints {
+			return nil, "", bad("more than %d endpoints", maxEndpoints)
+		}
+		endpoints = append(endpoints, "http://"+hp)
+	}
+	if path != "" {
+		prefix = "/" + path
+	}
+	return endpoints, prefix, nil
 }
 
 // Open connects to endpoints ("host:port" or URLs) and returns a Registry
