@@ -59,12 +59,7 @@ func handlerLoop(b *testing.B, h fasthttp.RequestHandler, path string) func(n in
 // generator for node 1, closed at the end of the benchmark.
 func benchServer(b *testing.B) *Server {
 	b.Helper()
-	gen, err := generator.New(generator.Settings{Node: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { gen.Close() })
-	srv, err := New(Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := New(Config{Node: buildNode(b, generator.Settings{Node: 1}, false), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

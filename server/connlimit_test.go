@@ -20,15 +20,10 @@ import (
 // returns the server and its address.
 func serveLimited(t *testing.T, max int) (*Server, string) {
 	t.Helper()
-	gen, err := generator.New(generator.Settings{Node: 2})
+	srv, err := New(Config{Node: buildNode(t, generator.Settings{Node: 2}, false), MaxConns: max, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Generator: gen, MaxConns: max, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gen.Close() }) // after Serve returned (cleanups run last first)
 	base := serveOn(t, srv)
 	testenv.WaitFor(t, 10*time.Second, func() bool { return srv.lim.Load() != nil }, "Serve did not start")
 	return srv, strings.TrimPrefix(base, "http://")

@@ -55,13 +55,8 @@ func FuzzAdminFaults(f *testing.F) {
 	f.Add([]byte(`{"kind":"step","by":1e3}`), []byte(`{"kind":"step","by":"1s"} x`))
 	f.Add([]byte(`[`), []byte("\x00"))
 	f.Fuzz(func(t *testing.T, first, second []byte) {
-		clock := faults.New(faults.NewVirtual(fuzzStart, true))
-		gen, err := generator.New(generator.Settings{Node: 1, Clock: clock, MaxWait: 20 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer gen.Close()
-		srv, err := New(Config{Generator: gen, FaultClock: clock, AdminToken: testToken, RequestTimeout: 50 * time.Millisecond,
+		nd := buildNode(t, generator.Settings{Node: 1, Clock: faults.NewVirtual(fuzzStart, true), MaxWait: 20 * time.Millisecond}, true)
+		srv, err := New(Config{Node: nd, AdminToken: testToken, RequestTimeout: 50 * time.Millisecond,
 			Registry: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/internal/testenv"
 )
@@ -139,7 +138,7 @@ func TestPanicIs500(t *testing.T) {
 // and error bodies agree.
 func TestHandlerMatchesServe(t *testing.T) {
 	served, embedded := newNode(t, nil), startNode(t, true, nil)
-	id, _ := served.gen.Next()
+	id, _ := served.nd.Generator().Next()
 	auth := map[string]string{"Authorization": "Bearer " + testToken, "Content-Type": "application/json"}
 	for _, tc := range []struct {
 		method, path, body string
@@ -337,13 +336,11 @@ func TestTimeoutsLaterRequest(t *testing.T) {
 // the serving goroutines (it did under -race: the WaitGroup's Add in the
 // serving goroutine against the Wait in shutdown).
 func TestServeCancelledAtOnce(t *testing.T) {
-	clock := faults.New(generator.SystemClock())
-	gen, _ := generator.New(generator.Settings{Node: 1, Clock: clock})
-	defer gen.Close()
+	nd := buildNode(t, generator.Settings{Node: 1}, true)
 	for i := range 20 {
-		cfg := Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)}
+		cfg := Config{Node: nd, Logger: slog.New(slog.DiscardHandler)}
 		if i%2 == 1 {
-			cfg.AdminToken, cfg.FaultClock = testToken, clock
+			cfg.AdminToken = testToken
 		}
 		srv, err := New(cfg)
 		if err != nil {

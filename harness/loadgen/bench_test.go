@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/node"
 	"github.com/snowchaos/snowchaos/server"
 	"github.com/snowchaos/snowchaos/verify"
 )
@@ -16,11 +17,11 @@ import (
 // httptest, to measure the production http.Server settings).
 func benchNode(b *testing.B, worker int64) string {
 	b.Helper()
-	gen, err := generator.New(generator.Settings{Node: worker})
+	nd, err := node.New(context.Background(), node.Config{Settings: generator.Settings{Node: worker}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.New(server.Config{Node: nd, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func benchNode(b *testing.B, worker int64) string {
 	b.Cleanup(func() {
 		cancel()
 		<-done
-		gen.Close()
+		nd.Stop(context.Background(), true)
 	})
 	return "http://" + ln.Addr().String()
 }
