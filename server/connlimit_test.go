@@ -107,6 +107,42 @@ func TestConnLimitRefusesWhenBusy(t *testing.T) {
 	}
 }
 
+// TestConnLimitShedding fills the limit with a busy connection, then
+// keeps MaxShedding refusals in flight (clients that read their 503 and
+// hold the connection open while the node drains it): a connection
+// arriving then is closed without a response; once a refusal ends, a new
+// one is answered 503 again.
+func TestConnLimitShedding(t *testing.T) {
+	srv, addr := serveLimited(t, 1)
+	lim := srv.lim.Load()
+	lim.shedFor.Store(int64(time.Minute)) // the refusals stay in flight until their clients close
+	dial(t, addr)
+	testenv.WaitFor(t, 10*time.Second, func() bool { open, _ := lim.stats(); return open == 1 }, "the busy connection")
+	var shed []net.Conn
+	for range MaxShedding {
+		c, br := dial(t, addr)
+		if code, body := rawGet(t, c, br, "/healthz"); code != 503 || !strings.Contains(body, "connection limit 1 reached") {
+			t.Fatalf("refusal %d: %d %s; want 503 naming the limit", len(shed)+1, code, body)
+		}
+		shed = append(shed, c)
+	}
+	testenv.WaitFor(t, 10*time.Second, func() bool { return lim.shedding.Load() == MaxShedding }, "MaxShedding refusals in flight")
+	c, br := dial(t, addr)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, err := http.ReadResponse(br, nil); err == nil {
+		t.Fatalf("with %d refusals in flight a new connection was answered %d, want closed without a response", MaxShedding, resp.StatusCode)
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("with %d refusals in flight a new connection was left open (%v), want closed", MaxShedding, err)
+	}
+	shed[0].Close()
+	testenv.WaitFor(t, 10*time.Second, func() bool { return lim.shedding.Load() < MaxShedding }, "a refusal to end")
+	c, br = dial(t, addr)
+	if code, body := rawGet(t, c, br, "/healthz"); code != 503 {
+		t.Fatalf("after a refusal ended: %d %s, want 503", code, body)
+	}
+}
+
 func TestDefaultMaxConns(t *testing.T) {
 	for nofile, want := range map[uint64]int{0: 1, 64: 1, 65: 1, 128: 64, 1024: 960, 1 << 40: MaxConnsLimit} {
 		if got := DefaultMaxConns(nofile); got != want {

@@ -100,9 +100,11 @@ type Config struct {
 	// MaxConns bounds the connections the API listener keeps open. At the
 	// limit, or when the process runs out of descriptors, a new connection
 	// closes the longest-idle keep-alive connection; when none is idle it
-	// is answered 503 at once. Zero: the open-file limit less 64
-	// (DefaultMaxConns); at most MaxConnsLimit. The admin listener keeps
-	// at most 32.
+	// is answered 503 at once and closed, while at most MaxShedding such
+	// refusals are in flight (each for up to a second: its 503 written,
+	// then the client's request drained), and closed without a response
+	// beyond that. Zero: the open-file limit less 64 (DefaultMaxConns);
+	// at most MaxConnsLimit. The admin listener keeps at most 32.
 	MaxConns int
 	// MaxBodyBytes bounds a request body (only the admin API reads one).
 	// Zero: 64 KiB.

@@ -392,11 +392,11 @@ func TestNotFoundAndMethod(t *testing.T) {
 		wantError(t, code, hdr, body, 404, errNotFound)
 	}
 	for _, tc := range []struct{ method, path, allow string }{
-		{"POST", "/v1/id", "GET"},
-		{"DELETE", "/v1/ids", "GET"},
-		{"PUT", "/v1/decode/1", "GET"},
-		{"POST", "/healthz", "GET"},
-		{"PATCH", "/admin/v1/faults", "DELETE, GET, POST"},
+		{"POST", "/v1/id", "GET, HEAD"},
+		{"DELETE", "/v1/ids", "GET, HEAD"},
+		{"PUT", "/v1/decode/1", "GET, HEAD"},
+		{"POST", "/healthz", "GET, HEAD"},
+		{"PATCH", "/admin/v1/faults", "DELETE, GET, HEAD, POST"},
 	} {
 		code, hdr, body := n.do(t, tc.method, tc.path, nil, "")
 		wantError(t, code, hdr, body, 405, errMethod, tc.method)

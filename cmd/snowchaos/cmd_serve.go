@@ -112,7 +112,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", server.DefaultReadHeaderTimeout, "time to read a request's headers (at most 10m)")
 	fs.DurationVar(&f.readTimeout, "read-timeout", 0, "time to read a whole request (0: twice --read-header-timeout; at most 10m)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open (at most 1h)")
-	fs.IntVar(&f.maxConns, "max-conns", 0, "connections kept open at most; at the limit the longest-idle one is closed, and when none is idle a new one gets 503 (0: the open-file limit less 64)")
+	fs.IntVar(&f.maxConns, "max-conns", 0, "connections kept open at most; at the limit the longest-idle one is closed, and when none is idle a new one gets 503 (closed without one while 8 refusals are in flight) (0: the open-file limit less 64)")
 	fs.StringVar(&f.leaseURL, "lease", "", "worker-ID lease backend: memory, postgres://..., etcd://host:port[,host:port] or zk://host:port[,host:port][/path] (empty: none)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder identity (empty: $POD_NAME, $HOSTNAME or the host name)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", lease.DefaultTTL, "lease duration")
