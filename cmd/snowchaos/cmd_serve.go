@@ -44,8 +44,12 @@ it releases its lease and exits 2, naming the peers and the skew.
 
 A stored mark ahead of the clock (--checkpoint, or the lease's) holds the
 node: it issues no ID until its clock passes the mark, which serve logs at
-start (WARN when longer than --max-wait: not ready until then). A mark at
-or beyond the end of the layout's lifetime is refused.
+start (WARN when longer than --max-wait: not ready until then); a fresh
+start's own reservation is not such a mark. A mark at or beyond the end of
+the layout's lifetime is refused.
+
+--lease and leases list --dsn take the same URLs: memory, postgres://...,
+etcd://host:port[,host:port][/prefix/], zk://host:port[,host:port][/root].
 
 Exit codes: 0 clean shutdown, 1 serving failed, 2 bad flags or environment
 (including a stored mark beyond the layout's lifetime, and a start the
@@ -113,7 +117,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.DurationVar(&f.readTimeout, "read-timeout", 0, "time to read a whole request (0: twice --read-header-timeout; at most 10m)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open (at most 1h)")
 	fs.IntVar(&f.maxConns, "max-conns", 0, "connections kept open at most; at the limit the longest-idle one is closed, and when none is idle a new one gets 503 (closed without one while 8 refusals are in flight) (0: the open-file limit less 64)")
-	fs.StringVar(&f.leaseURL, "lease", "", "worker-ID lease backend: memory, postgres://..., etcd://host:port[,host:port] or zk://host:port[,host:port][/path] (empty: none)")
+	fs.StringVar(&f.leaseURL, "lease", "", "worker-ID lease store: memory, postgres://..., etcd://host:port[,host:port][/prefix/] or zk://host:port[,host:port][/root] (empty: none)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder identity (empty: $POD_NAME, $HOSTNAME or the host name)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", lease.DefaultTTL, "lease duration")
 	fs.DurationVar(&f.leaseSkew, "lease-skew-budget", 0, "extra wait past the previous holder's recorded mark on taking over its worker ID, at most "+lease.MaxSkewBudget.String()+": for marks that lag what was issued (README: handoff guard); clock offsets need none")
