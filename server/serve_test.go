@@ -1,14 +1,12 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -77,25 +75,6 @@ func TestBudgetCtx(t *testing.T) {
 	}
 }
 
-// rawRequest sends raw bytes on a new connection and returns the response.
-func rawRequest(t *testing.T, addr, raw string) (*http.Response, string) {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	go io.WriteString(c, raw)
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
-}
-
 // TestRequestErrorsAreJSON sends requests the HTTP layer refuses before
 // any route: each is answered with the node's JSON error.
 func TestRequestErrorsAreJSON(t *testing.T) {
@@ -111,7 +90,7 @@ func TestRequestErrorsAreJSON(t *testing.T) {
 		{"body too large", "POST /admin/v1/faults HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 70000\r\n\r\n" + strings.Repeat(" ", 70000), 413, errTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := rawRequest(t, addr, tc.raw)
+			resp, body, _ := exchange(t, addr, tc.raw)
 			wantError(t, resp.StatusCode, resp.Header, body, tc.code, tc.short)
 		})
 	}

@@ -27,7 +27,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,37 +99,20 @@ const Scheme = "etcd"
 // maxEndpoints bounds the servers a URL may name.
 const maxEndpoints = 64
 
+// urlForm is the form of an etcd store's URL.
+var urlForm = lease.HostsURL{Scheme: Scheme, Name: "etcd", Form: "etcd://host:port[,host:port][/prefix/]", MaxHosts: maxEndpoints}
+
 // ParseURL reads etcd://host:port[,host:port...][/prefix/] (the scheme in
 // any case) into client endpoints ("http://host:port") and the key prefix
 // ("" without one: DefaultPrefix). A bad URL fails with
 // lease.ErrInvalidConfig naming the part at fault.
 func ParseURL(s string) (endpoints []string, prefix string, err error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: etcd URL %q: %s", lease.ErrInvalidConfig, s, fmt.Sprintf(format, args...))
+	hosts, path, err := urlForm.Parse(s)
+	if err != nil {
+		return nil, "", err
 	}
-	const pre = Scheme + "://"
-	if len(s) < len(pre) || !strings.EqualFold(s[:len(pre)], pre) {
-		return nil, "", bad("want etcd://host:port[,host:port][/prefix/]")
-	}
-	hosts, path, _ := strings.Cut(s[len(pre):], "/")
-	if strings.ContainsAny(hosts, "@?#") || strings.ContainsAny(path, "?#") {
-		return nil, "", bad("user info, queries and fragments are not supported")
-	}
-	if hosts == "" {
-		return nil, "", bad("no endpoint")
-	}
-	for _, hp := range strings.Split(hosts, ",") {
-		h, port, err := net.SplitHostPort(hp)
-		if err != nil || h == "" {
-			return nil, "", bad("endpoint %q: want host:port", hp)
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return nil, "", bad("endpoint %q: port %q not in [1, 65535]", hp, port)
-		}
-		if len(endpoints) == maxEndpoints {
-			return nil, "", bad("more than %d endpoints", maxEndpoints)
-		}
-		endpoints = append(endpoints, "http://"+hp)
+	for _, h := range hosts {
+		endpoints = append(endpoints, "http://"+h)
 	}
 	if path != "" {
 		prefix = "/" + path
