@@ -98,7 +98,7 @@ func countParam(q []byte, max int) (n int, short string, err error) {
 		return max, "", nil
 	}
 	// The common query, "count=N", is parsed without allocating.
-	if v, ok := bytes.CutPrefix(q, []byte("count=")); ok && bytes.IndexAny(v, "&;%+") < 0 {
+	if v, ok := bytes.CutPrefix(q, []byte("count=")); ok && !bytes.ContainsAny(v, "&;%+") {
 		if n, err = ParseCount(string(v), max); err != nil {
 			return 0, errInvalidCount, err
 		}

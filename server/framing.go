@@ -73,7 +73,7 @@ func framingFields(raw []byte) (te []byte, cl bool) {
 	// A Transfer-Encoding field name ends in g or G right before its colon
 	// (fasthttp refuses whitespace there): a block without "g:" or "G:",
 	// as most are, has none, and is not walked line by line.
-	if bytes.Index(raw, gColon) < 0 && bytes.Index(raw, upperGColon) < 0 {
+	if !bytes.Contains(raw, gColon) && !bytes.Contains(raw, upperGColon) {
 		return nil, false
 	}
 	for len(raw) > 0 {

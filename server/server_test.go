@@ -620,7 +620,7 @@ func TestTracingSpanNames(t *testing.T) {
 func attrOf(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
@@ -672,7 +672,7 @@ func TestTracingPropagation(t *testing.T) {
 		recorded := false
 		for _, ev := range spans[1].Events() {
 			for _, a := range ev.Attributes {
-				recorded = recorded || (ev.Name == "exception" && strings.Contains(a.Value.Emit(), "clock moved backwards"))
+				recorded = recorded || (ev.Name == "exception" && strings.Contains(a.Value.String(), "clock moved backwards"))
 			}
 		}
 		if !recorded || len(spans[0].Events()) != 0 {
