@@ -25,10 +25,10 @@ import (
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/internal/testenv"
 	"github.com/snowchaos/snowchaos/lease"
-	"github.com/snowchaos/snowchaos/lease/leaseobs"
-	"github.com/snowchaos/snowchaos/ntpcheck"
+	"github.com/snowchaos/snowchaos/node"
 	"github.com/snowchaos/snowchaos/ntpcheck/chronytest"
 	"github.com/snowchaos/snowchaos/server"
+	"github.com/snowchaos/snowchaos/server/service"
 	"github.com/snowchaos/snowchaos/telemetry"
 	"github.com/snowchaos/snowchaos/telemetry/promtest"
 )
@@ -138,88 +138,42 @@ type testNode struct {
 
 const nodeToken = "dashboards-test-token"
 
-// startNode starts an HTTP node: a generator (wait policy, 1 s MaxWait) on
-// a fault clock, fenced by a worker-ID lease kept by a lease.Keeper on the
-// memory store, checkpointing to a file; its registry holds the generator,
-// lease and NTP collectors, the NTP collector fed every second by a real
-// check against an in-process NTP server.
+// startNode starts the HTTP node snowchaos serve runs (server/service): a
+// generator (wait policy, 1 s MaxWait) on a fault clock, fenced by a
+// worker-ID lease on the memory store, checkpointing to a file, with its
+// NTP check against an in-process NTP server every second; its registry
+// holds the generator, lease and NTP collectors.
 func startNode(ctx context.Context, t *testing.T) *testNode {
 	t.Helper()
-	fc := faults.New(generator.SystemClock())
-	lc := telemetry.NewLeaseCollector(telemetry.Options{})
-	// The keeper feeds the lease series as snowchaos serve's does.
-	obs := leaseobs.New(lc.MustNode(""), "")
-	keeper, err := obs.NewKeeper(lease.KeeperConfig{
-		Registry: lease.NewMemory(generator.SystemClock()),
-		Holder:   "dashboards-test",
-		TTL:      3 * time.Second,
-		Clock:    fc,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kctx, kcancel := context.WithCancel(ctx)
-	l, err := keeper.Start(kctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { kcancel(); _ = keeper.Release(context.Background()) })
-
-	gc := telemetry.NewGeneratorCollector(telemetry.Options{})
-	nm := gc.MustNode("")
-	gen, err := generator.New(generator.Settings{
-		Node:       l.WorkerID,
-		Policy:     generator.PolicyWait,
-		MaxWait:    time.Second,
-		Clock:      keeper.Clock(),
-		Fence:      keeper,
-		Checkpoint: generator.NewFileCheckpoint(filepath.Join(t.TempDir(), "mark")),
-		Observer:   nm,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = gen.Close() })
-	nm.Attach(gen)
-
 	ntpAddr := chronytest.StartFake(t, chronytest.Fake{Offset: 40 * time.Millisecond, Stratum: 2})
-	nc := ntpcheck.NewCollector(ntpAddr)
-
-	reg := telemetry.NewRegistry()
-	reg.MustRegister(gc, lc, nc, server.NTPBudget(ntpcheck.DefaultStepThreshold))
-	srv, err := server.New(server.Config{Generator: gen, FaultClock: fc, AdminToken: nodeToken, Registry: reg})
+	svc, err := service.New(ctx, service.Config{
+		Node: node.Config{
+			Settings:   generator.Settings{Policy: generator.PolicyWait, MaxWait: time.Second},
+			FaultClock: true,
+		},
+		CheckpointPath: filepath.Join(t.TempDir(), "mark"),
+		Lease:          &service.Lease{URL: lease.MemoryURL, Keeper: node.Lease{Holder: "dashboards-test", TTL: 3 * time.Second}},
+		Server:         server.Config{AdminToken: nodeToken},
+		NTP:            &service.NTP{Servers: []string{ntpAddr}, Interval: time.Second},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(svc.Close)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sctx, scancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(sctx, ln, nil) }()
+	go func() { done <- svc.Serve(sctx, ln, nil) }()
 	t.Cleanup(func() {
 		scancel()
 		if err := <-done; err != nil {
 			t.Errorf("node: %v", err)
 		}
 	})
-
-	// The NTP series, refreshed as a node's monitor would: a check a
-	// second.
-	go func() {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			nc.Observe(ntpcheck.Check(ctx, ntpcheck.Config{Servers: []string{ntpAddr}, Samples: 1, SampleGap: -1}))
-			select {
-			case <-kctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return &testNode{addr: ln.Addr().String(), admin: &server.Client{BaseURL: "http://" + ln.Addr().String(), Token: nodeToken}, fc: fc}
+	return &testNode{addr: ln.Addr().String(), admin: &server.Client{BaseURL: "http://" + ln.Addr().String(), Token: nodeToken}, fc: svc.Node().FaultClock()}
 }
 
 // load fetches batches from the node until ctx ends: steady batches of

@@ -17,6 +17,7 @@ import (
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/metrics"
+	"github.com/snowchaos/snowchaos/node"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/ntpcheck/chronytest"
 	"github.com/snowchaos/snowchaos/server"
@@ -42,17 +43,15 @@ func liveMetricNames(t *testing.T) map[string]bool {
 	reg := telemetry.NewRegistry()
 
 	gc := telemetry.NewGeneratorCollector(telemetry.Options{})
-	node := gc.MustNode("")
-	gen, err := generator.New(generator.Settings{
-		Observer:   node,
+	nd, err := node.New(context.Background(), node.Config{
 		Checkpoint: generator.NewFileCheckpoint(filepath.Join(t.TempDir(), "mark")),
+		Metrics:    gc.MustNode(""),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = gen.Close() })
-	node.Attach(gen)
-	if _, err := gen.Next(); err != nil {
+	t.Cleanup(func() { _ = nd.Stop(context.Background(), true) })
+	if _, err := nd.Issue(context.Background(), make([]generator.ID, 1)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -78,7 +77,7 @@ func liveMetricNames(t *testing.T) map[string]bool {
 	nc.Observe(rep)
 
 	reg.MustRegister(gc, lc, hm, nc, server.NTPBudget(ntpcheck.DefaultStepThreshold))
-	if _, err := server.New(server.Config{Generator: gen, Registry: reg}); err != nil {
+	if _, err := server.New(server.Config{Node: nd, Registry: reg}); err != nil {
 		t.Fatal(err)
 	}
 

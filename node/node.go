@@ -65,10 +65,6 @@ type Config struct {
 	Name string
 	// Log receives the node's lifecycle messages; nil: discarded.
 	Log *slog.Logger
-	// OnRebind, when set, is called with the new generator after the node
-	// rebuilt it on a new lease, before the old one's callers see ErrClosed
-	// turn into IDs again. It must not block.
-	OnRebind func(*generator.Generator)
 }
 
 // Lease configures a node's worker-ID lease.
@@ -126,6 +122,32 @@ type Controls struct {
 // ErrStopped is returned by Issue on a node that is stopped.
 var ErrStopped = errors.New("node: stopped")
 
+// StartMark is the stored high-water mark a node's generator loaded when
+// it was built (by New, or by the last rebind): no ID is issued until the
+// clock passes it.
+type StartMark struct {
+	// Ms is the largest mark stored, Unix ms; 0: none.
+	Ms int64
+	// Source is where Ms is stored: MarkFromCheckpoint (Config.Checkpoint)
+	// or MarkFromLease (the lease store: this node's own record or the
+	// previous holder's, with the skew budget); "" when Ms is 0.
+	Source string
+	// Ahead is how far Ms was ahead of the node's clock when it was
+	// loaded: how long it holds the node. Zero or negative: not at all
+	// (the mark a stop or an earlier run left behind the clock).
+	Ahead time.Duration
+}
+
+// Where a StartMark is stored.
+const (
+	MarkFromCheckpoint = "checkpoint"
+	MarkFromLease      = "lease"
+)
+
+// Holds reports whether the mark holds the node: it was ahead of the
+// clock when loaded.
+func (m StartMark) Holds() bool { return m.Ahead > 0 }
+
 // Node is one running node. Build it with New.
 type Node struct {
 	cfg    Config
@@ -139,11 +161,17 @@ type Node struct {
 	gen       atomic.Pointer[generator.Generator]
 	rebindDue atomic.Bool
 
+	// file and leased record the marks the generator loads from the
+	// checkpoint and the lease store (nil without one).
+	file, leased *markRecorder
+
 	// mu serialises the lifecycle: rebuilding the generator on a new lease
-	// and stopping. settings is the current generator's, for a rebuild.
+	// and stopping. settings is the current generator's, for a rebuild;
+	// start the mark it loaded.
 	mu struct {
 		sync.Mutex
 		settings generator.Settings
+		start    StartMark
 		stopped  bool
 		cancel   context.CancelFunc // ends Run's goroutines; nil when not running
 	}
@@ -183,7 +211,10 @@ func New(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Metrics != nil {
 		s.Observer = cfg.Metrics
 	}
-	s.Checkpoint = cfg.Checkpoint
+	if cfg.Checkpoint != nil {
+		n.file = &markRecorder{Checkpointer: cfg.Checkpoint}
+		s.Checkpoint = n.file
+	}
 	if cfg.Lease != nil {
 		if err := n.acquire(ctx, &s); err != nil {
 			return nil, err
@@ -199,10 +230,45 @@ func New(ctx context.Context, cfg Config) (*Node, error) {
 		}
 		return nil, err
 	}
-	n.mu.settings = s
+	n.mu.settings = g.Settings()
+	n.mu.start = n.loaded()
 	n.reserve(ctx, g)
 	n.serve(g)
 	return n, nil
+}
+
+// markRecorder is a Checkpointer that keeps the last mark it loaded.
+type markRecorder struct {
+	generator.Checkpointer
+	ms atomic.Int64
+}
+
+// Load loads the mark and keeps it.
+func (r *markRecorder) Load() (int64, error) {
+	ms, err := r.Checkpointer.Load()
+	if err == nil {
+		r.ms.Store(ms)
+	}
+	return ms, err
+}
+
+// loaded describes the mark the generator just built loaded, against the
+// clock now.
+func (n *Node) loaded() StartMark {
+	var m StartMark
+	for _, r := range []struct {
+		rec    *markRecorder
+		source string
+	}{{n.file, MarkFromCheckpoint}, {n.leased, MarkFromLease}} {
+		if r.rec != nil && r.rec.ms.Load() > m.Ms {
+			m.Ms, m.Source = r.rec.ms.Load(), r.source
+		}
+	}
+	if m.Ms > 0 {
+		wall, _ := n.clock.Now()
+		m.Ahead = time.Duration(m.Ms*int64(time.Millisecond) - wall)
+	}
+	return m
 }
 
 // reserve writes the generator's first mark before the node serves, so
@@ -269,7 +335,8 @@ func (n *Node) acquire(ctx context.Context, s *generator.Settings) error {
 	if !lc.Controls.NoFence {
 		s.Fence = k
 	}
-	lcp := n.obs.Checkpointer(k)
+	n.leased = &markRecorder{Checkpointer: n.obs.Checkpointer(k)}
+	lcp := generator.Checkpointer(n.leased)
 	if s.Checkpoint != nil {
 		s.Checkpoint = generator.Checkpoints(s.Checkpoint, lcp)
 	} else {
@@ -348,25 +415,94 @@ func (n *Node) logPeerCheck(pc *lease.PeerCheck) {
 // It changes when the node is rebuilt on a new lease.
 func (n *Node) Generator() *generator.Generator { return n.gen.Load() }
 
-// Issue fills dst with IDs from the current generator; a stopped node
-// fails with ErrStopped. One ID is asked of generator.NextContext (the
-// single-ID path, as GET /v1/id asks it), more of NextNContext (as
-// /v1/ids does), so a harness that calls Issue exercises both of the
-// paths production serves.
+// Issue fills dst with IDs from the current generator and returns how
+// many it issued (a prefix of dst) and why it stopped short. One ID is
+// asked of generator.NextContext, more of NextNContext: serve's HTTP API
+// and every harness target call Issue, so both paths production serves
+// are the ones tested.
+//
+// A call never meets a generator the node closed under it: a call that
+// raced a rebind goes on with the new generator, or, while the rebind is
+// still building it, fails with a *lease.FenceError (ReasonChanged,
+// wrapping generator.ErrFenced), the refusal the lease change causes. A
+// stopped node fails with ErrStopped.
 func (n *Node) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 	g := n.gen.Load()
-	if g == nil {
-		return 0, ErrStopped
-	}
-	if len(dst) == 1 {
-		id, err := g.NextContext(ctx)
-		if err != nil {
-			return 0, err
+	for {
+		if g == nil {
+			return 0, ErrStopped
 		}
-		dst[0] = id
-		return 1, nil
+		var k int
+		var err error
+		if len(dst) == 1 {
+			var id generator.ID
+			if id, err = g.NextContext(ctx); err == nil {
+				dst[0], k = id, 1
+			}
+		} else {
+			k, err = g.NextNContext(ctx, dst)
+		}
+		if err == nil || !errors.Is(err, generator.ErrClosed) {
+			return k, err
+		}
+		next, cerr := n.closed(g)
+		if k > 0 || cerr != nil {
+			return k, cerr
+		}
+		g = next
 	}
-	return g.NextNContext(ctx, dst)
+}
+
+// Ready reports whether a call to Issue would be served now: nil, or why
+// not (generator.Generator.Ready's reasons, the lease change under way
+// as Issue reports it, ErrStopped). It reads the clock.
+func (n *Node) Ready() error {
+	g := n.gen.Load()
+	for {
+		if g == nil {
+			return ErrStopped
+		}
+		err := g.Ready()
+		if err == nil || !errors.Is(err, generator.ErrClosed) {
+			return err
+		}
+		if g, err = n.closed(g); err != nil {
+			return err
+		}
+	}
+}
+
+// closed explains why g, which a call got from the node, is closed: the
+// node stopped (ErrStopped), or a rebind closed it and is building its
+// successor (a *lease.FenceError with ReasonChanged), or the successor
+// serves now (returned, with a nil error, for the call to go on with).
+func (n *Node) closed(g *generator.Generator) (*generator.Generator, error) {
+	next := n.gen.Load()
+	switch {
+	case next == nil:
+		return nil, ErrStopped
+	case next != g:
+		return next, nil
+	}
+	return nil, &lease.FenceError{Reason: lease.ReasonChanged, WorkerID: g.Settings().Node}
+}
+
+// Settings returns the settings of the node's generator (the current
+// one's: the worker ID changes on a rebind) with every default filled in
+// and the clock chain, fence, checkpoints and observer the node put in;
+// after Stop, the last generator's.
+func (n *Node) Settings() generator.Settings {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.settings
+}
+
+// StartMark returns the stored mark the node's current generator loaded
+// when it was built.
+func (n *Node) StartMark() StartMark {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.start
 }
 
 // FaultClock returns the node's fault clock, nil without one.
@@ -468,14 +604,12 @@ func (n *Node) rebind() {
 		n.log.Error("new generator after a lease change failed; the node keeps refusing", "err", err)
 		return
 	}
-	n.mu.settings = s
+	n.mu.settings = g.Settings()
+	n.mu.start = n.loaded()
 	rctx, cancel := context.WithTimeout(context.Background(), n.keeper.Config().CallTimeout)
 	n.reserve(rctx, g)
 	cancel()
 	n.serve(g)
-	if n.cfg.OnRebind != nil {
-		n.cfg.OnRebind(g)
-	}
 	n.log.Info("serving a new generator after a lease change", "worker", l.WorkerID, "token", l.Token)
 }
 

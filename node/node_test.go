@@ -11,6 +11,7 @@ import (
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/lease"
 	"github.com/snowchaos/snowchaos/node"
+	"github.com/snowchaos/snowchaos/node/nodetest"
 	"github.com/snowchaos/snowchaos/telemetry"
 )
 
@@ -212,22 +213,21 @@ func TestNodeNoFenceControl(t *testing.T) {
 func TestNodeRebind(t *testing.T) {
 	v := faults.NewVirtual(start, true)
 	reg := lease.NewMemory(v)
-	part := &cut{Registry: reg}
+	part := &nodetest.Cut{Registry: reg}
 	gc := telemetry.NewGeneratorCollector(telemetry.Options{})
 	m := gc.MustNode("")
-	var rebound []*generator.Generator
 	rng := lease.Range{Min: 0, Max: 1}
 	a, err := node.New(context.Background(), node.Config{
 		Settings: generator.Settings{Node: 0, Clock: v},
 		Lease:    &node.Lease{Registry: part, Holder: "a", Range: &rng, TTL: time.Second, OneAttempt: true},
 		Metrics:  m,
-		OnRebind: func(g *generator.Generator) { rebound = append(rebound, g) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	first := a.Generator()
 	issue(t, a, 5)
-	part.off = true
+	part.Off.Store(true)
 	for range 15 {
 		v.Advance(100 * time.Millisecond)
 		a.Maintain(context.Background())
@@ -237,14 +237,15 @@ func TestNodeRebind(t *testing.T) {
 	if err != nil || b.Worker() != 0 {
 		t.Fatalf("b: worker %d, err %v; want worker 0", b.Worker(), err)
 	}
-	part.off = false
+	part.Off.Store(false)
 	for range 10 {
 		v.Advance(100 * time.Millisecond)
 		a.Maintain(context.Background())
 		b.Maintain(context.Background())
 	}
-	if a.Worker() != 1 || a.LeaseStats().Rebinds != 1 || len(rebound) != 1 || rebound[0] != a.Generator() {
-		t.Fatalf("after the store came back: worker %d, rebinds %d, OnRebind calls %d; want worker 1, one rebind", a.Worker(), a.LeaseStats().Rebinds, len(rebound))
+	if a.Worker() != 1 || a.LeaseStats().Rebinds != 1 || a.Generator() == first || a.Settings().Node != 1 {
+		t.Fatalf("after the store came back: worker %d (settings %d), rebinds %d, generator rebuilt %v; want worker 1, one rebind",
+			a.Worker(), a.Settings().Node, a.LeaseStats().Rebinds, a.Generator() != first)
 	}
 	if w := generator.DefaultLayout().Decode(issue(t, a, 1)[0]).Node; w != 1 {
 		t.Fatalf("rebuilt generator issues on worker %d, want 1", w)
@@ -254,24 +255,66 @@ func TestNodeRebind(t *testing.T) {
 	}
 }
 
-// cut is a registry that can be cut off.
-type cut struct {
-	lease.Registry
-	off bool
-}
-
-func (c *cut) Renew(ctx context.Context, l lease.Lease, ms int64) (lease.Lease, error) {
-	if c.off {
-		return lease.Lease{}, lease.ErrUnavailable
+// TestNodeRebindWindow holds a rebind between closing the generator bound
+// to the lost lease and serving its successor: a call in that window, and
+// every call racing the rebind, gets the lease change's refusal or IDs,
+// never the closed generator's error; once the successor serves, calls
+// get its IDs.
+func TestNodeRebindWindow(t *testing.T) {
+	r := nodetest.NewRebind(t, node.Config{})
+	a := r.Node
+	// Callers hammer the node through the whole rebind.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var closedErrs []error
+	for range 4 {
+		wg.Go(func() {
+			for k := 1; ; k = k%3 + 1 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := a.Issue(context.Background(), make([]generator.ID, k))
+				if errors.Is(err, generator.ErrClosed) {
+					mu.Lock()
+					closedErrs = append(closedErrs, err)
+					mu.Unlock()
+				}
+			}
+		})
 	}
-	return c.Registry.Renew(ctx, l, ms)
-}
-
-func (c *cut) Acquire(ctx context.Context, r lease.Request) (lease.Lease, error) {
-	if c.off {
-		return lease.Lease{}, lease.ErrUnavailable
+	r.Hold(t)
+	_, err := a.Issue(context.Background(), make([]generator.ID, 1))
+	var fe *lease.FenceError
+	if !errors.As(err, &fe) || fe.Reason != lease.ReasonChanged || !errors.Is(err, generator.ErrFenced) || errors.Is(err, generator.ErrClosed) {
+		t.Errorf("Issue during the rebind = %v, want the lease change's refusal (a FenceError, ReasonChanged)", err)
 	}
-	return c.Registry.Acquire(ctx, r)
+	if err := a.Ready(); !errors.As(err, &fe) || fe.Reason != lease.ReasonChanged {
+		t.Errorf("Ready during the rebind = %v, want the lease change's refusal", err)
+	}
+	r.Release()
+	close(stop)
+	wg.Wait()
+	if len(closedErrs) > 0 {
+		t.Errorf("%d calls racing the rebind met the closed generator, first: %v", len(closedErrs), closedErrs[0])
+	}
+	if a.Worker() != 1 || a.Ready() != nil {
+		t.Fatalf("after the rebind: worker %d, ready %v; want worker 1, ready", a.Worker(), a.Ready())
+	}
+	if w := generator.DefaultLayout().Decode(issue(t, a, 1)[0]).Node; w != 1 {
+		t.Fatalf("after the rebind the node issues on worker %d, want 1", w)
+	}
+	if err := a.Stop(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Issue(context.Background(), make([]generator.ID, 1)); !errors.Is(err, node.ErrStopped) {
+		t.Fatalf("Issue after Stop = %v, want ErrStopped", err)
+	}
+	if err := a.Ready(); !errors.Is(err, node.ErrStopped) {
+		t.Fatalf("Ready after Stop = %v, want ErrStopped", err)
+	}
 }
 
 // TestNodeRunKeepsTheLease: in production a node keeps its lease in its

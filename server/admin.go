@@ -47,7 +47,7 @@ type FaultState struct {
 
 // faultState reads the fault clock.
 func (s *Server) faultState() FaultState {
-	c := s.cfg.FaultClock
+	c := s.fault
 	st := FaultState{Active: []ActiveFault{}}
 	for _, a := range c.Active() {
 		st.Active = append(st.Active, ActiveFault{Kind: a.Kind, Detail: a.Detail, Since: time.Unix(0, a.SinceWall).UTC()})
@@ -120,7 +120,7 @@ func (s *Server) handleFaultsGet(w http.ResponseWriter, _ *http.Request) {
 
 // handleFaultsDelete serves DELETE /admin/v1/faults: every fault reverted.
 func (s *Server) handleFaultsDelete(w http.ResponseWriter, _ *http.Request) {
-	s.cfg.FaultClock.Revert()
+	s.fault.Revert()
 	s.log.Info("admin: faults reverted")
 	writeJSON(w, http.StatusOK, s.faultState())
 }
@@ -149,7 +149,7 @@ func (s *Server) handleFaultsPost(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, errBadFault, err.Error())
 		return
 	}
-	c := s.cfg.FaultClock
+	c := s.fault
 	s.adminMu.Lock() // the check and the injection see one clock state
 	wall, _ := c.Now()
 	if err := CheckAgainst(f, wall, c.Offset(), len(c.Active())); err != nil {
@@ -175,7 +175,7 @@ func (s *Server) handleFaultsPost(w http.ResponseWriter, r *http.Request) {
 // mark, which survives a revert and a restart.
 func (s *Server) faultWarnings(f faults.Fault) []string {
 	spec, _ := faults.Lookup(f.Kind)
-	if !spec.Forward || s.gen.Load().Settings().Checkpoint == nil {
+	if !spec.Forward || s.node.Settings().Checkpoint == nil {
 		return nil
 	}
 	ahead := ""

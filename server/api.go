@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/node"
 )
 
 // PartialHeader is set on a /v1/ids response that carries fewer IDs than
@@ -59,13 +60,15 @@ func (s *Server) handleID(ctx context.Context, c *fasthttp.RequestCtx) {
 	if !noQuery(c) {
 		return
 	}
-	bctx := newBudgetCtx(ctx, requestStart(c), s.budget.Load())
-	id, err := s.gen.Load().NextContext(bctx)
+	var ids [1]generator.ID
+	bctx := newBudgetCtx(ctx, requestStart(c), s.budget)
+	_, err := s.node.Issue(bctx, ids[:])
 	bctx.release()
 	if err != nil {
 		writeGenError(c, err)
 		return
 	}
+	id := ids[0]
 	var buf [32]byte
 	b := buf[:0]
 	ct := ctText
@@ -95,7 +98,7 @@ func countParam(q []byte, max int) (n int, short string, err error) {
 		return max, "", nil
 	}
 	// The common query, "count=N", is parsed without allocating.
-	if v, ok := bytes.CutPrefix(q, []byte("count=")); ok && bytes.IndexAny(v, "&;%+") < 0 {
+	if v, ok := bytes.CutPrefix(q, []byte("count=")); ok && !bytes.ContainsAny(v, "&;%+") {
 		if n, err = ParseCount(string(v), max); err != nil {
 			return 0, errInvalidCount, err
 		}
@@ -131,8 +134,8 @@ func (s *Server) handleIDs(ctx context.Context, c *fasthttp.RequestCtx) {
 		bb.ids = make([]generator.ID, n)
 	}
 	ids := bb.ids[:n]
-	bctx := newBudgetCtx(ctx, requestStart(c), s.budget.Load())
-	got, err := s.gen.Load().NextNContext(bctx, ids)
+	bctx := newBudgetCtx(ctx, requestStart(c), s.budget)
+	got, err := s.node.Issue(bctx, ids)
 	bctx.release()
 	if got == 0 {
 		if err == nil {
@@ -341,7 +344,11 @@ func NewLayoutInfo(l generator.Layout) LayoutInfo {
 
 // handleInfo serves GET /v1/info.
 func (s *Server) handleInfo(_ context.Context, c *fasthttp.RequestCtx) {
-	g := s.gen.Load()
+	g := s.node.Generator()
+	if g == nil {
+		writeGenError(c, node.ErrStopped)
+		return
+	}
 	st := g.Settings()
 	writeJSONCtx(c, http.StatusOK, Info{
 		Node: st.Node, Layout: NewLayoutInfo(st.Layout), Policy: st.Policy.String(),
@@ -372,17 +379,16 @@ func (s *Server) handleReady(ctx context.Context, c *fasthttp.RequestCtx) {
 	writeJSONCtx(c, http.StatusOK, Status{Status: "ready"})
 }
 
-// Ready returns nil when the node is ready: the generator's Ready, then
-// the fault clock's hold (see HoldError), then every ReadyCheck, the first
+// Ready returns nil when the node is ready: the node's Ready, then the
+// fault clock's hold (see HoldError), then every ReadyCheck, the first
 // failure named.
 func (s *Server) Ready(ctx context.Context) error {
-	g := s.gen.Load()
-	if err := g.Ready(); err != nil {
+	if err := s.node.Ready(); err != nil {
 		return err
 	}
-	if c := s.cfg.FaultClock; c != nil {
+	if c := s.fault; c != nil {
 		kind, left := c.Hold()
-		if err := HoldError(kind, left, g.Settings().MaxWait); err != nil {
+		if err := HoldError(kind, left, s.budget.maxWait); err != nil {
 			return err
 		}
 	}

@@ -14,10 +14,11 @@ import (
 const budgetSlack = 250 * time.Millisecond
 
 // idBudget is the deadline of one ID request and the cause its context
-// ends with.
+// ends with, for a generator with the wait bound maxWait.
 type idBudget struct {
-	d     time.Duration
-	cause error
+	d       time.Duration
+	cause   error
+	maxWait time.Duration
 }
 
 // newIDBudget returns the budget of an ID request: the request timeout,
@@ -27,9 +28,9 @@ type idBudget struct {
 // cause wraps context.DeadlineExceeded.
 func newIDBudget(requestTimeout, maxWait time.Duration) *idBudget {
 	if capped := maxWait + budgetSlack; capped < requestTimeout {
-		return &idBudget{capped, deadlineError(fmt.Sprintf("no ID within the generator's wait bound %v (+%v) of real time: its clock stood still", maxWait, budgetSlack))}
+		return &idBudget{capped, deadlineError(fmt.Sprintf("no ID within the generator's wait bound %v (+%v) of real time: its clock stood still", maxWait, budgetSlack)), maxWait}
 	}
-	return &idBudget{requestTimeout, deadlineError(fmt.Sprintf("request timeout %v", requestTimeout))}
+	return &idBudget{requestTimeout, deadlineError(fmt.Sprintf("request timeout %v", requestTimeout)), maxWait}
 }
 
 // deadlineError is a context cause that is context.DeadlineExceeded.

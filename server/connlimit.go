@@ -17,12 +17,16 @@ const (
 	// leaves to everything else (listeners, the lease store's pool, the
 	// checkpoint writes, NTP, tracing, a connection being shed).
 	fdReserve = 64
-	// maxShedding bounds the connections being refused at once; beyond
-	// it an excess connection is closed without a response.
-	maxShedding = 8
 	// shedTimeout bounds writing a refusal and draining the request.
 	shedTimeout = time.Second
 )
+
+// MaxShedding bounds the connections a listener at its connection limit
+// refuses with a 503 at once: each refusal is in flight until its 503 is
+// written and the client's request drained (at most a second); a
+// connection arriving while MaxShedding are is closed without a response,
+// so that a flood of connections costs the node no more than that.
+const MaxShedding = 8
 
 // DefaultMaxConns returns the connection limit for an open-file limit of
 // nofile: nofile less fdReserve, at least 1 and at most MaxConnsLimit.
@@ -56,6 +60,7 @@ type connLimiter struct {
 	max      int
 	refusal  []byte // the response a shed connection gets
 	shedding atomic.Int32
+	shedFor  atomic.Int64 // bound on one refusal (ns): shedTimeout but in tests
 
 	mu struct {
 		sync.Mutex
@@ -72,6 +77,7 @@ type connLimiter struct {
 // newConnLimiter wraps ln.
 func newConnLimiter(ln net.Listener, max int) *connLimiter {
 	l := &connLimiter{Listener: ln, max: max}
+	l.shedFor.Store(int64(shedTimeout))
 	l.mu.conns = map[*limitedConn]struct{}{}
 	body := `{"error":"` + errUnavailable + `","detail":"connection limit ` + strconv.Itoa(max) +
 		` reached and every connection is busy: retry later (the limit is snowchaos serve --max-conns)"}` + "\n"
@@ -165,9 +171,9 @@ func (l *connLimiter) closeAll() {
 }
 
 // refuse answers c 503 and closes it, in the background and within
-// shedTimeout; with too many refusals in flight it just closes c.
+// shedTimeout; with MaxShedding refusals in flight it just closes c.
 func (l *connLimiter) refuse(c net.Conn) {
-	if l.shedding.Add(1) > maxShedding {
+	if l.shedding.Add(1) > MaxShedding {
 		l.shedding.Add(-1)
 		c.Close()
 		return
@@ -175,7 +181,7 @@ func (l *connLimiter) refuse(c net.Conn) {
 	go func() {
 		defer l.shedding.Add(-1)
 		defer c.Close()
-		c.SetDeadline(time.Now().Add(shedTimeout))
+		c.SetDeadline(time.Now().Add(time.Duration(l.shedFor.Load())))
 		if _, err := c.Write(l.refusal); err != nil {
 			return
 		}

@@ -20,15 +20,10 @@ import (
 // returns the server and its address.
 func serveLimited(t *testing.T, max int) (*Server, string) {
 	t.Helper()
-	gen, err := generator.New(generator.Settings{Node: 2})
+	srv, err := New(Config{Node: buildNode(t, generator.Settings{Node: 2}, false), MaxConns: max, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Generator: gen, MaxConns: max, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gen.Close() }) // after Serve returned (cleanups run last first)
 	base := serveOn(t, srv)
 	testenv.WaitFor(t, 10*time.Second, func() bool { return srv.lim.Load() != nil }, "Serve did not start")
 	return srv, strings.TrimPrefix(base, "http://")
@@ -109,6 +104,42 @@ func TestConnLimitRefusesWhenBusy(t *testing.T) {
 	c, br = dial(t, addr)
 	if code, body := rawGet(t, c, br, "/healthz"); code != 200 {
 		t.Fatalf("after a slot freed: %d %s", code, body)
+	}
+}
+
+// TestConnLimitShedding fills the limit with a busy connection, then
+// keeps MaxShedding refusals in flight (clients that read their 503 and
+// hold the connection open while the node drains it): a connection
+// arriving then is closed without a response; once a refusal ends, a new
+// one is answered 503 again.
+func TestConnLimitShedding(t *testing.T) {
+	srv, addr := serveLimited(t, 1)
+	lim := srv.lim.Load()
+	lim.shedFor.Store(int64(time.Minute)) // the refusals stay in flight until their clients close
+	dial(t, addr)
+	testenv.WaitFor(t, 10*time.Second, func() bool { open, _ := lim.stats(); return open == 1 }, "the busy connection")
+	var shed []net.Conn
+	for range MaxShedding {
+		c, br := dial(t, addr)
+		if code, body := rawGet(t, c, br, "/healthz"); code != 503 || !strings.Contains(body, "connection limit 1 reached") {
+			t.Fatalf("refusal %d: %d %s; want 503 naming the limit", len(shed)+1, code, body)
+		}
+		shed = append(shed, c)
+	}
+	testenv.WaitFor(t, 10*time.Second, func() bool { return lim.shedding.Load() == MaxShedding }, "MaxShedding refusals in flight")
+	c, br := dial(t, addr)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, err := http.ReadResponse(br, nil); err == nil {
+		t.Fatalf("with %d refusals in flight a new connection was answered %d, want closed without a response", MaxShedding, resp.StatusCode)
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("with %d refusals in flight a new connection was left open (%v), want closed", MaxShedding, err)
+	}
+	shed[0].Close()
+	testenv.WaitFor(t, 10*time.Second, func() bool { return lim.shedding.Load() < MaxShedding }, "a refusal to end")
+	c, br = dial(t, addr)
+	if code, body := rawGet(t, c, br, "/healthz"); code != 503 {
+		t.Fatalf("after a refusal ended: %d %s, want 503", code, body)
 	}
 }
 

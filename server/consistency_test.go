@@ -14,7 +14,7 @@ import (
 // rejects query parameters it does not take, as /v1/ids always did.
 func TestIDAPIRejectsUnknownParameters(t *testing.T) {
 	n := newNode(t, nil)
-	id, err := n.gen.Next()
+	id, err := n.nd.Generator().Next()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestJSONKeysSnakeCase(t *testing.T) {
 	n := newNode(t, nil)
 	n.do(t, "GET", "/v1/id", nil, "")
 	n.do(t, "POST", "/admin/v1/faults", adminAuth, `{"kind":"step","by":"1ms"}`)
-	id, _ := n.gen.Next()
+	id, _ := n.nd.Generator().Next()
 	for _, p := range []string{"/v1/info", "/v1/decode/" + id.String(), "/admin/v1/faults", "/healthz", "/readyz", "/nope", "/v1/id?x=1"} {
 		_, _, body := n.do(t, "GET", p, adminAuth, "")
 		var v any

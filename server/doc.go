@@ -1,7 +1,10 @@
-// Package server is the snowchaos HTTP node: a Snowflake generator served
-// over HTTP with health, readiness, Prometheus metrics, OpenTelemetry
-// request spans and an optional, token-guarded admin API that injects clock
-// faults into the node's fault clock.
+// Package server is the snowchaos HTTP node: a node.Node (generator, clock
+// chain, checkpoints, lease) served over HTTP with health, readiness,
+// Prometheus metrics, OpenTelemetry request spans and an optional,
+// token-guarded admin API that injects clock faults into the node's fault
+// clock. Every ID request is the node's Issue, the call the harness drives,
+// so it follows the node onto a new generator when the node rebinds to a
+// new lease. server/service composes the node snowchaos serve runs.
 //
 // Endpoints:
 //
@@ -17,11 +20,16 @@
 //	GET    /admin/v1/faults    active faults and the clock's offsets (FaultState)
 //	DELETE /admin/v1/faults    revert every fault
 //
+// Every route that answers GET answers HEAD (same status and headers, no
+// body).
+//
 // Every error is JSON {"error": "...", "detail": "..."} with its status:
 // 400 for a bad query, ID or fault (the detail names the value and its
-// bound), 401/403 for the admin API without or with a wrong token, 404, 405
-// with Allow, 409 for a fault the clock's state refuses, 413 for an
-// oversized body, 503 with Retry-After while the generator refuses. IDs are
+// bound) or a request framed against RFC 9112, 401/403 for the admin API
+// without or with a wrong token, 404, 405 with Allow, 409 for a fault the
+// clock's state refuses, 413 for an oversized body, 501 for a transfer
+// coding other than chunked, 505 for an HTTP version other than 1.x, 503
+// with Retry-After while the node refuses. IDs are
 // always decimal strings in JSON, never numbers. docs/http-api.md is the
 // full reference; its fault section is generated from FaultKinds.
 //
@@ -35,8 +43,9 @@
 // per-request deadline passed to the generator (capped at its MaxWait +
 // 250 ms) and a connection limit that closes the longest-idle connection
 // to make room, so a probe is always served (Config.MaxConns). Requests
-// the HTTP layer refuses (malformed, headers beyond 16 KiB, a body beyond
-// MaxBodyBytes, too slow) are answered with the same JSON errors. Handler
+// the HTTP layer refuses (malformed or ambiguously framed, headers beyond
+// 16 KiB, a body beyond MaxBodyBytes, too slow) are answered with the same
+// JSON errors, and a framing error closes its connection. Handler
 // is the same node for net/http (embedding, httptest); the admin API and
 // /metrics are net/http handlers on both.
 //
@@ -54,8 +63,9 @@
 // dashboard's threshold follows the configuration.
 //
 // The admin API exists only when Config.AdminToken is set (without it,
-// /admin/... answers 404 saying how to enable it); it then needs a
-// faults.Clock and, unless Config.AdminAllowRemote, a loopback listener, so a
-// production node never exposes it by accident. Every fault parameter is
+// /admin/... answers 404 saying how to enable it); it then needs a node
+// with a fault clock (node.Config.FaultClock) and, unless
+// Config.AdminAllowRemote, a loopback listener, so a production node never
+// exposes it by accident. Every fault parameter is
 // bounded (FaultKinds).
 package server

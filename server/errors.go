@@ -40,6 +40,8 @@ const (
 	errAdminDisabled  = "admin API disabled"
 	errNotAcceptable  = "not acceptable"
 	errUnsupportedMed = "unsupported media type"
+	errNotImplemented = "not implemented"
+	errVersion        = "HTTP version not supported"
 )
 
 // errorJSON is the body of an error response.

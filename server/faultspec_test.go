@@ -80,7 +80,7 @@ func TestAdminForwardFaultWarns(t *testing.T) {
 	cp := filepath.Join(t.TempDir(), "mark")
 	n := newNode(t, func(s *generator.Settings, _ *Config) { s.Checkpoint = generator.NewFileCheckpoint(cp) })
 	plain := newNode(t, nil)
-	warnings := func(n *node, body string) []string {
+	warnings := func(n *testNode, body string) []string {
 		t.Helper()
 		code, _, b := n.do(t, "POST", "/admin/v1/faults", adminAuth, body)
 		var st FaultState

@@ -61,13 +61,8 @@ func FuzzAdminFaults(f *testing.F) {
 	f.Add([]byte(`{"kind":"slew","by":"1s","ppm":0.0005}`), []byte(`{"kind":"freeze","for":1,"for":2}`))
 	f.Add([]byte(`{"kind":"leap","in":0}`), []byte(`{"kind":"jitter","max":1,"seed":0}`))
 	f.Fuzz(func(t *testing.T, first, second []byte) {
-		clock := faults.New(faults.NewVirtual(fuzzStart, true))
-		gen, err := generator.New(generator.Settings{Node: 1, Clock: clock, MaxWait: 20 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer gen.Close()
-		srv, err := New(Config{Generator: gen, FaultClock: clock, AdminToken: testToken, RequestTimeout: 50 * time.Millisecond,
+		nd := buildNode(t, generator.Settings{Node: 1, Clock: faults.NewVirtual(fuzzStart, true), MaxWait: 20 * time.Millisecond}, true)
+		srv, err := New(Config{Node: nd, AdminToken: testToken, RequestTimeout: 50 * time.Millisecond,
 			Registry: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 // exhaust issues what is left of the current tick (and a little beyond,
 // which the held clock refuses).
-func (n *node) exhaust(t *testing.T) {
+func (n *testNode) exhaust(t *testing.T) {
 	t.Helper()
 	code, _, body := n.do(t, "GET", "/v1/ids?count=4096", nil, "")
 	if code != 200 && code != 503 {

@@ -44,7 +44,7 @@ type handlerFunc func(ctx context.Context, c *fasthttp.RequestCtx)
 // methods maps an HTTP method to its handler; "*" handles every method.
 type methods map[string]handlerFunc
 
-// get is a route that answers GET only.
+// get is a route that answers GET (and so HEAD) only.
 func get(h handlerFunc) methods { return methods{http.MethodGet: h} }
 
 // netHTTP serves a net/http handler (the admin API, /metrics) on a route.
@@ -74,8 +74,15 @@ type endpoint struct {
 	metrics *routeMetrics
 }
 
-// endpoint returns the route name serving m.
+// endpoint returns the route name serving m. A route that answers GET
+// answers HEAD with the same handler: the same status and headers, and
+// the server sends no body (RFC 9110 section 9.3.2).
 func (s *Server) endpoint(name string, m methods) *endpoint {
+	if g, ok := m[http.MethodGet]; ok {
+		if _, ok := m[http.MethodHead]; !ok {
+			m[http.MethodHead] = g
+		}
+	}
 	span := name
 	if name == routeOther {
 		span = ""

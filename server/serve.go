@@ -52,7 +52,7 @@ func (s *Server) newServing(lim *connLimiter, h fasthttp.RequestHandler, nh http
 	sv := &serving{s: s, lim: lim, h1ln: newChanListener(lim.Addr()), h2ln: newChanListener(lim.Addr()),
 		h1t: h1Timeouts{readHeader: min(c.ReadHeaderTimeout, c.ReadTimeout), write: c.WriteTimeout, idle: c.IdleTimeout}}
 	sv.h1 = &fasthttp.Server{
-		Handler:      h,
+		Handler:      strict(h),
 		ErrorHandler: s.requestError,
 		ConnState: func(c net.Conn, st fasthttp.ConnState) {
 			if lc, ok := c.(*limitedConn); ok {
@@ -66,7 +66,7 @@ func (s *Server) newServing(lim *connLimiter, h fasthttp.RequestHandler, nh http
 		// The connection limiter is the limit; fasthttp's own would answer
 		// a plain-text 503 to a connection the limiter admitted while the
 		// one it evicted is still winding down.
-		Concurrency:        2*c.MaxConns + maxShedding,
+		Concurrency:        2*c.MaxConns + MaxShedding,
 		ReadBufferSize:     maxHeaderBytes,
 		MaxRequestBodySize: int(c.MaxBodyBytes),
 		// The connections keep the read, write and idle timeouts
@@ -205,10 +205,19 @@ func (sv *serving) shutdown(ctx context.Context) error {
 // requestError answers a request fasthttp could not read, in JSON: 413
 // for a body beyond MaxBodyBytes (after draining some of it, so the client
 // reads the answer), 431 for headers beyond 16 KiB, 408 for a timeout,
-// else 400.
+// 501 or 400 for a Transfer-Encoding it does not take
+// (transferCodingError), else 400. fasthttp closes the connection after.
 func (s *Server) requestError(c *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error
+	if code, detail, ok := transferCodingError(err); ok {
+		short := errBadRequest
+		if code == http.StatusNotImplemented {
+			short = errNotImplemented
+		}
+		writeErrorCtx(c, code, short, detail)
+		return
+	}
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		writeErrorCtx(c, http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("body exceeds %d bytes", s.cfg.MaxBodyBytes))

@@ -1,20 +1,17 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/internal/testenv"
 )
@@ -78,25 +75,6 @@ func TestBudgetCtx(t *testing.T) {
 	}
 }
 
-// rawRequest sends raw bytes on a new connection and returns the response.
-func rawRequest(t *testing.T, addr, raw string) (*http.Response, string) {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	go io.WriteString(c, raw)
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
-}
-
 // TestRequestErrorsAreJSON sends requests the HTTP layer refuses before
 // any route: each is answered with the node's JSON error.
 func TestRequestErrorsAreJSON(t *testing.T) {
@@ -112,7 +90,7 @@ func TestRequestErrorsAreJSON(t *testing.T) {
 		{"body too large", "POST /admin/v1/faults HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 70000\r\n\r\n" + strings.Repeat(" ", 70000), 413, errTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := rawRequest(t, addr, tc.raw)
+			resp, body, _ := exchange(t, addr, tc.raw)
 			wantError(t, resp.StatusCode, resp.Header, body, tc.code, tc.short)
 		})
 	}
@@ -139,7 +117,7 @@ func TestPanicIs500(t *testing.T) {
 // and error bodies agree.
 func TestHandlerMatchesServe(t *testing.T) {
 	served, embedded := newNode(t, nil), startNode(t, true, nil)
-	id, _ := served.gen.Next()
+	id, _ := served.nd.Generator().Next()
 	auth := map[string]string{"Authorization": "Bearer " + testToken, "Content-Type": "application/json"}
 	for _, tc := range []struct {
 		method, path, body string
@@ -337,13 +315,11 @@ func TestTimeoutsLaterRequest(t *testing.T) {
 // the serving goroutines (it did under -race: the WaitGroup's Add in the
 // serving goroutine against the Wait in shutdown).
 func TestServeCancelledAtOnce(t *testing.T) {
-	clock := faults.New(generator.SystemClock())
-	gen, _ := generator.New(generator.Settings{Node: 1, Clock: clock})
-	defer gen.Close()
+	nd := buildNode(t, generator.Settings{Node: 1}, true)
 	for i := range 20 {
-		cfg := Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)}
+		cfg := Config{Node: nd, Logger: slog.New(slog.DiscardHandler)}
 		if i%2 == 1 {
-			cfg.AdminToken, cfg.FaultClock = testToken, clock
+			cfg.AdminToken = testToken
 		}
 		srv, err := New(cfg)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/node"
 )
 
 // Defaults for the zero values of Config.
@@ -59,14 +60,15 @@ type ReadyCheck struct {
 	Check func(ctx context.Context) error
 }
 
-// Config configures a Server. Its zero value is not usable: Generator is
+// Config configures a Server. Its zero value is not usable: Node is
 // required. Every other field's zero value is the safe default.
 type Config struct {
-	// Generator issues the IDs. Required. The Server never closes it.
-	Generator *generator.Generator
-	// FaultClock is the generator's clock when it is a fault clock; the
-	// admin API acts on it. Required when AdminToken is set.
-	FaultClock *faults.Clock
+	// Node issues the IDs: every ID request is a node.Node.Issue, the call
+	// the harness drives, and it follows the node onto a new generator
+	// when the node rebinds to a new lease. Its fault clock, when it has
+	// one, is what the admin API acts on. Required. The Server never
+	// stops it.
+	Node *node.Node
 	// AdminToken enables the admin fault API and is the bearer token it
 	// requires, compared without surrounding whitespace (CleanToken); one
 	// of whitespace only is an error. Empty: the admin API is disabled
@@ -98,9 +100,11 @@ type Config struct {
 	// MaxConns bounds the connections the API listener keeps open. At the
 	// limit, or when the process runs out of descriptors, a new connection
 	// closes the longest-idle keep-alive connection; when none is idle it
-	// is answered 503 at once. Zero: the open-file limit less 64
-	// (DefaultMaxConns); at most MaxConnsLimit. The admin listener keeps
-	// at most 32.
+	// is answered 503 at once and closed, while at most MaxShedding such
+	// refusals are in flight (each for up to a second: its 503 written,
+	// then the client's request drained), and closed without a response
+	// beyond that. Zero: the open-file limit less 64 (DefaultMaxConns);
+	// at most MaxConnsLimit. The admin listener keeps at most 32.
 	MaxConns int
 	// MaxBodyBytes bounds a request body (only the admin API reads one).
 	// Zero: 64 KiB.
@@ -124,12 +128,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Server is an HTTP node serving one generator. Create it with New; its
-// handlers are safe for concurrent use.
+// Server is the HTTP API of one node. Create it with New; its handlers
+// are safe for concurrent use.
 type Server struct {
 	cfg       Config
-	gen       atomic.Pointer[generator.Generator]
-	budget    atomic.Pointer[idBudget] // of gen
+	node      *node.Node
+	fault     *faults.Clock // the node's; nil without one
+	budget    *idBudget
 	layout    generator.Layout
 	tokenHash [sha256.Size]byte
 	reg       *prometheus.Registry
@@ -154,8 +159,8 @@ type Server struct {
 
 // New validates c and returns a Server. Errors wrap ErrConfig.
 func New(c Config) (*Server, error) {
-	if c.Generator == nil {
-		return nil, fmt.Errorf("%w: Generator is nil", ErrConfig)
+	if c.Node == nil {
+		return nil, fmt.Errorf("%w: Node is nil", ErrConfig)
 	}
 	if c.AdminToken != "" {
 		tok, err := CleanToken(c.AdminToken)
@@ -164,8 +169,8 @@ func New(c Config) (*Server, error) {
 		}
 		c.AdminToken = tok
 	}
-	if c.AdminToken != "" && c.FaultClock == nil {
-		return nil, fmt.Errorf("%w: AdminToken is set but FaultClock is nil (the admin API needs a fault clock)", ErrConfig)
+	if c.AdminToken != "" && c.Node.FaultClock() == nil {
+		return nil, fmt.Errorf("%w: AdminToken is set but the node has no fault clock (the admin API needs one: node.Config.FaultClock)", ErrConfig)
 	}
 	if c.MaxBatch == 0 {
 		c.MaxBatch = DefaultMaxBatch
@@ -222,14 +227,17 @@ func New(c Config) (*Server, error) {
 		c.Registry = prometheus.NewRegistry()
 		c.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	st := c.Node.Settings()
 	s := &Server{
 		cfg:     c,
-		layout:  c.Generator.Settings().Layout,
+		node:    c.Node,
+		fault:   c.Node.FaultClock(),
+		budget:  newIDBudget(c.RequestTimeout, st.MaxWait),
+		layout:  st.Layout,
 		reg:     c.Registry,
 		tracing: newTracing(c.TracerProvider),
 		log:     c.Logger,
 	}
-	s.setGenerator(c.Generator)
 	if c.AdminToken != "" {
 		s.tokenHash = sha256.Sum256([]byte(c.AdminToken))
 	}
@@ -248,30 +256,8 @@ func New(c Config) (*Server, error) {
 	return s, nil
 }
 
-// Generator returns the generator the node serves.
-func (s *Server) Generator() *generator.Generator { return s.gen.Load() }
-
-// SetGenerator makes the node serve g from now on and returns the previous
-// generator (a lease keeper that acquired another worker ID asks for a new
-// generator). g must use the same layout; requests already inside the old
-// generator finish there. The caller closes the old one.
-func (s *Server) SetGenerator(g *generator.Generator) (*generator.Generator, error) {
-	if g == nil {
-		return nil, fmt.Errorf("%w: nil generator", ErrConfig)
-	}
-	if l := g.Settings().Layout; l != s.layout {
-		return nil, fmt.Errorf("%w: new generator's layout %s differs from %s", ErrConfig, l.Name, s.layout.Name)
-	}
-	old := s.gen.Load()
-	s.setGenerator(g)
-	return old, nil
-}
-
-// setGenerator serves g with its request budget.
-func (s *Server) setGenerator(g *generator.Generator) {
-	s.budget.Store(newIDBudget(s.cfg.RequestTimeout, g.Settings().MaxWait))
-	s.gen.Store(g)
-}
+// Node returns the node the server serves.
+func (s *Server) Node() *node.Node { return s.node }
 
 // Registry returns the registry /metrics exposes.
 func (s *Server) Registry() *prometheus.Registry { return s.reg }

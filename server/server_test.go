@@ -26,17 +26,35 @@ import (
 	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/internal/testenv"
+	"github.com/snowchaos/snowchaos/node"
+	"github.com/snowchaos/snowchaos/telemetry"
 )
 
 const testToken = "s3cret-token"
 
-// node is a server under test with its generator and fault clock.
-type node struct {
-	gen    *generator.Generator
+// testNode is a server under test with its node and the node's fault
+// clock.
+type testNode struct {
+	nd     *node.Node
 	clock  *faults.Clock
 	srv    *Server
 	url    string
 	client *http.Client
+}
+
+// buildNode builds a node for a server under test, stopped after the test
+// (and so after its server): settings s (a Checkpoint in them is the
+// node's), on a fault clock when fault is set.
+func buildNode(t testing.TB, s generator.Settings, fault bool) *node.Node {
+	t.Helper()
+	nc := node.Config{Settings: s, FaultClock: fault}
+	nc.Checkpoint, nc.Settings.Checkpoint = s.Checkpoint, nil
+	nd, err := node.New(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nd.Stop(context.Background(), true) })
+	return nd
 }
 
 // serveOn serves srv with Serve on a loopback listener until the end of
@@ -71,33 +89,33 @@ func serveStoppable(t testing.TB, srv *Server) (string, func() error) {
 	return "http://" + ln.Addr().String(), stop
 }
 
-// newNode serves a fresh generator with Serve (httptest with Handler
-// when embedded is set); mod may adjust the settings and config.
-func newNode(t testing.TB, mod func(*generator.Settings, *Config)) *node {
+// newNode serves a fresh node on a fault clock with Serve; mod may adjust
+// the generator's settings and the server's config.
+func newNode(t testing.TB, mod func(*generator.Settings, *Config)) *testNode {
 	return startNode(t, false, mod)
 }
 
 // startNode is newNode, served by Handler in an httptest server when
 // embedded is set.
-func startNode(t testing.TB, embedded bool, mod func(*generator.Settings, *Config)) *node {
+func startNode(t testing.TB, embedded bool, mod func(*generator.Settings, *Config)) *testNode {
 	t.Helper()
-	clock := faults.New(generator.SystemClock())
-	gs := generator.Settings{Node: 7, Clock: clock, MaxWait: 200 * time.Millisecond}
-	cfg := Config{FaultClock: clock, AdminToken: testToken, Logger: slog.New(slog.DiscardHandler)}
+	gs := generator.Settings{Node: 7, MaxWait: 200 * time.Millisecond}
+	cfg := Config{AdminToken: testToken, Logger: slog.New(slog.DiscardHandler)}
 	if mod != nil {
 		mod(&gs, &cfg)
 	}
-	gen, err := generator.New(gs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Generator = gen
+	return serveTestNode(t, embedded, buildNode(t, gs, true), cfg)
+}
+
+// serveTestNode serves nd with cfg as startNode does.
+func serveTestNode(t testing.TB, embedded bool, nd *node.Node, cfg Config) *testNode {
+	t.Helper()
+	cfg.Node = nd
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { gen.Close() })
-	n := &node{gen: gen, clock: clock, srv: srv}
+	n := &testNode{nd: nd, clock: nd.FaultClock(), srv: srv}
 	if embedded {
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(ts.Close)
@@ -111,7 +129,7 @@ func startNode(t testing.TB, embedded bool, mod func(*generator.Settings, *Confi
 }
 
 // do sends a request and returns status, headers and body.
-func (n *node) do(t *testing.T, method, path string, hdr map[string]string, body string) (int, http.Header, string) {
+func (n *testNode) do(t *testing.T, method, path string, hdr map[string]string, body string) (int, http.Header, string) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -169,7 +187,7 @@ func TestID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := n.gen.Settings().Layout.Decode(id); p.Node != 7 {
+	if p := n.nd.Settings().Layout.Decode(id); p.Node != 7 {
 		t.Errorf("node %d, want 7", p.Node)
 	}
 
@@ -267,7 +285,7 @@ func TestIDsBadCount(t *testing.T) {
 
 func TestDecode(t *testing.T) {
 	n := newNode(t, nil)
-	id, err := n.gen.Next()
+	id, err := n.nd.Generator().Next()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +297,7 @@ func TestDecode(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &d); err != nil {
 		t.Fatal(err)
 	}
-	p := n.gen.Settings().Layout.Decode(id)
+	p := n.nd.Settings().Layout.Decode(id)
 	if d.ID != id || d.Node != 7 || d.Worker != 7 || d.Tick != p.Tick || d.Seq != p.Seq || !d.Time.Equal(p.Time) || d.Layout != "41/10/12" {
 		t.Fatalf("decode %+v, want %+v", d, p)
 	}
@@ -341,8 +359,8 @@ func TestHealthReadyMetricsInfo(t *testing.T) {
 		t.Fatalf("info %+v", info)
 	}
 	l, err := info.Layout.Layout()
-	if err != nil || l != n.gen.Settings().Layout {
-		t.Fatalf("layout %+v (%v), want %+v", l, err, n.gen.Settings().Layout)
+	if err != nil || l != n.nd.Settings().Layout {
+		t.Fatalf("layout %+v (%v), want %+v", l, err, n.nd.Settings().Layout)
 	}
 }
 
@@ -374,11 +392,11 @@ func TestNotFoundAndMethod(t *testing.T) {
 		wantError(t, code, hdr, body, 404, errNotFound)
 	}
 	for _, tc := range []struct{ method, path, allow string }{
-		{"POST", "/v1/id", "GET"},
-		{"DELETE", "/v1/ids", "GET"},
-		{"PUT", "/v1/decode/1", "GET"},
-		{"POST", "/healthz", "GET"},
-		{"PATCH", "/admin/v1/faults", "DELETE, GET, POST"},
+		{"POST", "/v1/id", "GET, HEAD"},
+		{"DELETE", "/v1/ids", "GET, HEAD"},
+		{"PUT", "/v1/decode/1", "GET, HEAD"},
+		{"POST", "/healthz", "GET, HEAD"},
+		{"PATCH", "/admin/v1/faults", "DELETE, GET, HEAD, POST"},
 	} {
 		code, hdr, body := n.do(t, tc.method, tc.path, nil, "")
 		wantError(t, code, hdr, body, 405, errMethod, tc.method)
@@ -506,10 +524,7 @@ func TestAdminRefusesRemoteListener(t *testing.T) {
 		}
 	}
 	// Allowed explicitly: Serve starts (and stops with its context).
-	clock := faults.New(generator.SystemClock())
-	gen, _ := generator.New(generator.Settings{Clock: clock})
-	defer gen.Close()
-	srv, err := New(Config{Generator: gen, FaultClock: clock, AdminToken: "t", AdminAllowRemote: true, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := New(Config{Node: buildNode(t, generator.Settings{}, true), AdminToken: "t", AdminAllowRemote: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,14 +537,13 @@ func TestAdminRefusesRemoteListener(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	gen, _ := generator.New(generator.Settings{})
-	defer gen.Close()
+	nd := buildNode(t, generator.Settings{}, false)
 	for name, c := range map[string]Config{
-		"no generator":     {},
-		"token, no clock":  {Generator: gen, AdminToken: "x"},
-		"batch too big":    {Generator: gen, MaxBatch: MaxBatchLimit + 1},
-		"negative timeout": {Generator: gen, RequestTimeout: -1},
-		"nil check":        {Generator: gen, ReadyChecks: []ReadyCheck{{Name: "x"}}},
+		"no node":          {},
+		"token, no clock":  {Node: nd, AdminToken: "x"},
+		"batch too big":    {Node: nd, MaxBatch: MaxBatchLimit + 1},
+		"negative timeout": {Node: nd, RequestTimeout: -1},
+		"nil check":        {Node: nd, ReadyChecks: []ReadyCheck{{Name: "x"}}},
 	} {
 		if _, err := New(c); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: %v, want ErrConfig", name, err)
@@ -538,10 +552,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestSeparateAdminListener(t *testing.T) {
-	clock := faults.New(generator.SystemClock())
-	gen, _ := generator.New(generator.Settings{Clock: clock})
-	defer gen.Close()
-	srv, err := New(Config{Generator: gen, FaultClock: clock, AdminToken: testToken, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := New(Config{Node: buildNode(t, generator.Settings{}, true), AdminToken: testToken, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,32 +620,16 @@ func TestTracingSpanNames(t *testing.T) {
 func attrOf(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
 }
 
-// traceObserver records the trace ID of the context of each refusal.
-type traceObserver struct {
-	mu  sync.Mutex
-	ids []trace.TraceID
-}
-
-func (o *traceObserver) Refused(ctx context.Context, _ error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.ids = append(o.ids, trace.SpanContextFromContext(ctx).TraceID())
-}
-func (o *traceObserver) Rewind(context.Context, generator.RewindEvent)                    {}
-func (o *traceObserver) Wait(context.Context, generator.WaitReason, int64, time.Duration) {}
-func (o *traceObserver) Exhausted(context.Context)                                        {}
-func (o *traceObserver) Lead(time.Duration)                                               {}
-func (o *traceObserver) Checkpoint(int64, error)                                          {}
-
 // TestTracingPropagation sends a W3C traceparent: the request's span is
-// its child, and the generator's observer sees the request's trace in the
-// context of a refusal (so a rewind lands on the request's trace).
+// its child, and the node's observer (its metrics, as serve composes
+// them) records a refusal on the request's span (so a rewind lands on the
+// request's trace).
 func TestTracingPropagation(t *testing.T) {
 	prev := otel.GetTextMapPropagator()
 	otel.SetTextMapPropagator(propagation.TraceContext{})
@@ -644,12 +639,16 @@ func TestTracingPropagation(t *testing.T) {
 	for _, embedded := range []bool{false, true} {
 		rec := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-		obs := &traceObserver{}
-		n := startNode(t, embedded, func(s *generator.Settings, c *Config) {
-			c.TracerProvider = tp
-			s.Policy = generator.PolicyRefuse
-			s.Observer = obs
+		nd, err := node.New(context.Background(), node.Config{
+			Settings:   generator.Settings{Node: 7, Policy: generator.PolicyRefuse},
+			FaultClock: true,
+			Metrics:    telemetry.NewGeneratorCollector(telemetry.Options{TracerProvider: tp}).MustNode(""),
 		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nd.Stop(context.Background(), true) })
+		n := serveTestNode(t, embedded, nd, Config{TracerProvider: tp, Logger: slog.New(slog.DiscardHandler)})
 		if code, _, body := n.do(t, "GET", "/v1/id", traceparent, ""); code != 200 {
 			t.Fatal(code, body)
 		}
@@ -670,11 +669,15 @@ func TestTracingPropagation(t *testing.T) {
 		if st := spans[1].Status(); st.Code != codes.Error {
 			t.Errorf("the 503's span status %v, want Error", st)
 		}
-		obs.mu.Lock()
-		if len(obs.ids) != 1 || obs.ids[0].String() != traceID {
-			t.Errorf("embedded %v: the observer saw refusals in traces %v, want one in %s", embedded, obs.ids, traceID)
+		recorded := false
+		for _, ev := range spans[1].Events() {
+			for _, a := range ev.Attributes {
+				recorded = recorded || (ev.Name == "exception" && strings.Contains(a.Value.String(), "clock moved backwards"))
+			}
 		}
-		obs.mu.Unlock()
+		if !recorded || len(spans[0].Events()) != 0 {
+			t.Errorf("embedded %v: the refusal is not recorded on the 503's span alone: events %v and %v", embedded, spans[0].Events(), spans[1].Events())
+		}
 	}
 }
 
@@ -682,13 +685,8 @@ func TestTracingPropagation(t *testing.T) {
 // cancels Serve mid-load, and checks that every ID the generator issued
 // reached a client exactly once.
 func TestGracefulShutdownLosesNoID(t *testing.T) {
-	clock := faults.New(generator.SystemClock())
-	gen, err := generator.New(generator.Settings{Node: 3, Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gen.Close()
-	srv, err := New(Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
+	nd := buildNode(t, generator.Settings{Node: 3}, true)
+	srv, err := New(Config{Node: nd, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -747,7 +745,7 @@ func TestGracefulShutdownLosesNoID(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 	wg.Wait()
-	issued := gen.Stats().Issued
+	issued := nd.Generator().Stats().Issued
 	if dups != 0 {
 		t.Fatalf("%d duplicate IDs", dups)
 	}
@@ -789,32 +787,8 @@ func TestClientIssueAndErrors(t *testing.T) {
 	}
 }
 
-func TestSetGenerator(t *testing.T) {
-	n := newNode(t, nil)
-	g2, err := generator.New(generator.Settings{Node: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g2.Close()
-	old, err := n.srv.SetGenerator(g2)
-	if err != nil || old != n.gen {
-		t.Fatal(old, err)
-	}
-	code, _, body := n.do(t, "GET", "/v1/info", nil, "")
-	if code != 200 || !strings.Contains(body, `"node":8`) {
-		t.Fatal(code, body)
-	}
-	other, _ := generator.New(generator.Settings{Layout: generator.Presets()[2]})
-	defer other.Close()
-	if _, err := n.srv.SetGenerator(other); !errors.Is(err, ErrConfig) {
-		t.Fatalf("layout change: %v", err)
-	}
-}
-
 func TestServeH2C(t *testing.T) {
-	gen, _ := generator.New(generator.Settings{Node: 1})
-	defer gen.Close()
-	srv, err := New(Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := New(Config{Node: buildNode(t, generator.Settings{Node: 1}, false), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
 )
 
@@ -22,11 +21,9 @@ func TestAdminTokenTrimmed(t *testing.T) {
 	code, h, body := n.do(t, "GET", "/admin/v1/faults", map[string]string{"Authorization": "Bearer abc123\\n"}, "")
 	wantError(t, code, h, body, 403, errForbidden)
 
-	clock := faults.New(generator.SystemClock())
-	gen, _ := generator.New(generator.Settings{Clock: clock})
-	defer gen.Close()
+	nd := buildNode(t, generator.Settings{}, true)
 	for _, tok := range []string{" ", "\n", " \t\r\n "} {
-		if _, err := New(Config{Generator: gen, FaultClock: clock, AdminToken: tok, Logger: slog.New(slog.DiscardHandler)}); !errors.Is(err, ErrConfig) {
+		if _, err := New(Config{Node: nd, AdminToken: tok, Logger: slog.New(slog.DiscardHandler)}); !errors.Is(err, ErrConfig) {
 			t.Errorf("AdminToken %q: %v, want ErrConfig", tok, err)
 		}
 	}

@@ -6,16 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/snowchaos/snowchaos/lease"
-	leaseetcd "github.com/snowchaos/snowchaos/lease/etcd"
-	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
-	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
-	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
+
+	// The lease stores leases list can name by URL (lease.Open).
+	_ "github.com/snowchaos/snowchaos/lease/etcd"
+	_ "github.com/snowchaos/snowchaos/lease/postgres"
+	_ "github.com/snowchaos/snowchaos/lease/zookeeper"
 )
 
 func init() {
@@ -25,12 +24,14 @@ func init() {
 const leasesUsage = `usage: snowchaos leases list --dsn DSN [flags]
 
 Lists every worker ID the lease store knows: holder, fencing token, state
-(held or free), expiry, and the last issued time recorded for it.
+(held or free), expiry, and the last issued time recorded for it. It
+only reads: a missing Postgres table is reported, not created.
 
-DSN is one of
+DSN names the store as serve --lease does:
   postgres://user@host:5432/db?sslmode=disable   (table --schema.--table)
   etcd://host:2379[,host:2379][/prefix/]          (default prefix /snowchaos/leases/)
   zk://host:2181[,host:2181][/root]               (default root /snowchaos/leases)
+  memory                                          (this process's: always empty)
 
 Exit codes: 0 listed, 2 bad flags or the store unreachable.
 `
@@ -67,18 +68,18 @@ func runLeases(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	reg, now, closeFn, err := openLeaseStore(ctx, *dsn, *schema, *table)
+	st, err := lease.Open(ctx, *dsn, lease.OpenOptions{Schema: *schema, Table: *table, ReadOnly: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos leases list: %v\n", err)
 		return exitInvalid
 	}
-	defer closeFn()
-	ls, err := reg.List(ctx)
+	defer st.Close()
+	ls, err := st.List(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos leases list: %v\n", err)
 		return exitInvalid
 	}
-	at, err := now(ctx)
+	at, err := st.Now(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos leases list: %v\n", err)
 		return exitInvalid
@@ -135,57 +136,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// openLeaseStore opens the registry a DSN names, with a function giving
-// the store's current time (Postgres: now(); etcd, ZooKeeper: this
-// host's clock).
-func openLeaseStore(ctx context.Context, dsn, schema, table string) (lease.Registry, func(context.Context) (time.Time, error), func(), error) {
-	localNow := func(context.Context) (time.Time, error) { return time.Now(), nil }
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("bad dsn: %w", err)
-	}
-	switch u.Scheme {
-	case "postgres", "postgresql":
-		r, err := leasepg.Open(ctx, dsn, leasepg.Options{Schema: schema, Table: table, NoMigrate: true})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return r, r.Now, r.Close, nil
-	case "etcd":
-		endpoints, prefix, err := parseEtcdDSN(u)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		r, err := leaseetcd.Open(endpoints, leaseetcd.Options{Prefix: prefix})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return r, localNow, func() { r.Close() }, nil
-	case zkurl.Scheme:
-		r, err := leasezk.OpenURL(dsn, leasezk.Options{})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return r, localNow, func() { r.Close() }, nil
-	}
-	return nil, nil, nil, fmt.Errorf("bad dsn %q: want postgres://..., etcd://host:port or zk://host:port", dsn)
-}
-
-// parseEtcdDSN reads etcd://host:port[,host:port...][/prefix/].
-func parseEtcdDSN(u *url.URL) (endpoints []string, prefix string, err error) {
-	if u.Host == "" {
-		return nil, "", fmt.Errorf("bad dsn %q: no etcd host", u.String())
-	}
-	for _, h := range strings.Split(u.Host, ",") {
-		if h == "" {
-			return nil, "", fmt.Errorf("bad dsn %q: empty etcd endpoint", u.String())
-		}
-		endpoints = append(endpoints, "http://"+h)
-	}
-	if u.Path != "" && u.Path != "/" {
-		prefix = u.Path
-	}
-	return endpoints, prefix, nil
 }

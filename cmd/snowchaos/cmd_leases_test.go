@@ -4,15 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/url"
 	"os"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/snowchaos/snowchaos/internal/testenv/etcdtest"
 	"github.com/snowchaos/snowchaos/lease"
 	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
 )
@@ -33,26 +32,6 @@ func TestLeasesBadInput(t *testing.T) {
 		}
 		if errb.Len() == 0 {
 			t.Errorf("leases %q: nothing on stderr", args)
-		}
-	}
-}
-
-func TestParseEtcdDSN(t *testing.T) {
-	for _, tc := range []struct {
-		dsn       string
-		endpoints []string
-		prefix    string
-	}{
-		{"etcd://127.0.0.1:2379", []string{"http://127.0.0.1:2379"}, ""},
-		{"etcd://a:1,b:2/custom/", []string{"http://a:1", "http://b:2"}, "/custom/"},
-	} {
-		u, err := url.Parse(tc.dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		eps, prefix, err := parseEtcdDSN(u)
-		if err != nil || !reflect.DeepEqual(eps, tc.endpoints) || prefix != tc.prefix {
-			t.Errorf("parseEtcdDSN(%s) = %v %q %v", tc.dsn, eps, prefix, err)
 		}
 	}
 }
@@ -131,26 +110,28 @@ func TestLeasesListPostgres(t *testing.T) {
 	}
 }
 
-func FuzzParseEtcdDSN(f *testing.F) {
-	for _, s := range []string{"etcd://127.0.0.1:2379", "etcd://a:1,b:2/p/", "etcd://", "etcd://,", "etcd://[::1]:2379/x"} {
-		f.Add(s)
+// TestServeAndListEtcdPrefix: serve --lease and leases list --dsn read an
+// etcd URL the same way, its key prefix included: the node's lease is
+// listed under the prefix it was given, and not under the default one.
+func TestServeAndListEtcdPrefix(t *testing.T) {
+	srv := etcdtest.Start(t)
+	u := "etcd://" + srv.ClientURL.Host + "/serve-test/"
+	_, stop, stderr := startServe(t, "--listen", "127.0.0.1:0", "--lease", u, "--worker", "6", "--holder", "node-p", "--lease-ttl", "3s")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	if code := runLeases(ctx, []string{"list", "--dsn", u, "--json"}, &out, &errb); code != exitOK {
+		t.Fatalf("leases list %s: exit %d: %s", u, code, errb.String())
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		u, err := url.Parse(s)
-		if err != nil {
-			return
-		}
-		eps, _, err := parseEtcdDSN(u)
-		if err != nil {
-			return
-		}
-		if len(eps) == 0 {
-			t.Fatalf("parseEtcdDSN(%q) gave no endpoints and no error", s)
-		}
-		for _, e := range eps {
-			if e == "http://" {
-				t.Fatalf("parseEtcdDSN(%q) gave an empty endpoint", s)
-			}
-		}
-	})
+	var rows []leaseRow
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 1 || rows[0].WorkerID != 6 || rows[0].Holder != "node-p" || rows[0].State != "held" {
+		t.Fatalf("leases under %s: %s (%v), want worker 6 held by node-p", u, out.String(), err)
+	}
+	out.Reset()
+	if code := runLeases(ctx, []string{"list", "--dsn", "etcd://" + srv.ClientURL.Host, "--json"}, &out, &errb); code != exitOK || strings.TrimSpace(out.String()) != "[]" {
+		t.Fatalf("leases under the default prefix: exit %d, %s %s; want none", code, out.String(), errb.String())
+	}
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve exit %d:\n%s", code, stderr)
+	}
 }

@@ -9,22 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/lease"
-	leaseetcd "github.com/snowchaos/snowchaos/lease/etcd"
-	leasepg "github.com/snowchaos/snowchaos/lease/postgres"
-	leasezk "github.com/snowchaos/snowchaos/lease/zookeeper"
-	"github.com/snowchaos/snowchaos/lease/zookeeper/zkurl"
 	"github.com/snowchaos/snowchaos/node"
 	"github.com/snowchaos/snowchaos/ntpcheck"
 	"github.com/snowchaos/snowchaos/server"
-	"github.com/snowchaos/snowchaos/telemetry"
-	"github.com/snowchaos/snowchaos/telemetry/tracing"
+	"github.com/snowchaos/snowchaos/server/service"
 )
 
 func init() {
@@ -52,8 +44,12 @@ it releases its lease and exits 2, naming the peers and the skew.
 
 A stored mark ahead of the clock (--checkpoint, or the lease's) holds the
 node: it issues no ID until its clock passes the mark, which serve logs at
-start (WARN when longer than --max-wait: not ready until then). A mark at
-or beyond the end of the layout's lifetime is refused.
+start (WARN when longer than --max-wait: not ready until then); a fresh
+start's own reservation is not such a mark. A mark at or beyond the end of
+the layout's lifetime is refused.
+
+--lease and leases list --dsn take the same URLs: memory, postgres://...,
+etcd://host:port[,host:port][/prefix/], zk://host:port[,host:port][/root].
 
 Exit codes: 0 clean shutdown, 1 serving failed, 2 bad flags or environment
 (including a stored mark beyond the layout's lifetime, and a start the
@@ -120,8 +116,8 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", server.DefaultReadHeaderTimeout, "time to read a request's headers (at most 10m)")
 	fs.DurationVar(&f.readTimeout, "read-timeout", 0, "time to read a whole request (0: twice --read-header-timeout; at most 10m)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open (at most 1h)")
-	fs.IntVar(&f.maxConns, "max-conns", 0, "connections kept open at most; at the limit the longest-idle one is closed, and when none is idle a new one gets 503 (0: the open-file limit less 64)")
-	fs.StringVar(&f.leaseURL, "lease", "", "worker-ID lease backend: memory, postgres://..., etcd://host:port[,host:port] or zk://host:port[,host:port][/path] (empty: none)")
+	fs.IntVar(&f.maxConns, "max-conns", 0, "connections kept open at most; at the limit the longest-idle one is closed, and when none is idle a new one gets 503 (closed without one while 8 refusals are in flight) (0: the open-file limit less 64)")
+	fs.StringVar(&f.leaseURL, "lease", "", "worker-ID lease store: memory, postgres://..., etcd://host:port[,host:port][/prefix/] or zk://host:port[,host:port][/root] (empty: none)")
 	fs.StringVar(&f.holder, "holder", "", "lease holder identity (empty: $POD_NAME, $HOSTNAME or the host name)")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", lease.DefaultTTL, "lease duration")
 	fs.DurationVar(&f.leaseSkew, "lease-skew-budget", 0, "extra wait past the previous holder's recorded mark on taking over its worker ID, at most "+lease.MaxSkewBudget.String()+": for marks that lag what was issued (README: handoff guard); clock offsets need none")
@@ -148,54 +144,44 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "snowchaos serve: %v\n", err)
 		return exitInvalid
 	}
-	n, err := buildNode(ctx, &f, stderr)
+	svc, err := buildService(ctx, &f, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos serve: %v\n", err)
 		return exitInvalid
 	}
-	defer n.close()
-	return n.serve(ctx, stdout, stderr)
+	defer svc.Close()
+	return listenAndServe(ctx, svc, &f, stdout, stderr)
 }
 
-// serveNode is a configured node, ready to listen.
-type serveNode struct {
-	f        *serveFlags
-	log      *slog.Logger
-	node     *node.Node
-	srv      atomic.Pointer[server.Server]
-	registry io.Closer
-	tracer   *tracing.Provider
-	nodeMet  *telemetry.NodeMetrics
-	cancel   context.CancelFunc
-	bg       sync.WaitGroup
-}
-
-// buildNode validates the flags and builds everything but the listeners.
-func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNode, err error) {
+// buildService turns the flags into the served node, logging to stderr.
+func buildService(ctx context.Context, f *serveFlags, stderr io.Writer) (*service.Service, error) {
 	level := slog.LevelInfo
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: %v", f.logLevel, err)
 	}
-	n := &serveNode{f: f, log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
-	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	n.cancel = cancel
-	defer func() {
-		if err != nil {
-			n.close()
-		}
-	}()
+	cfg, err := serviceConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return service.New(ctx, cfg)
+}
 
+// serviceConfig checks serve's flags and turns them into the served
+// node's configuration; errors name the flag.
+func serviceConfig(f *serveFlags) (service.Config, error) {
+	var cfg service.Config
 	token, err := server.CleanToken(f.adminToken)
 	if err != nil {
-		return nil, fmt.Errorf("--admin-token (or SNOWCHAOS_ADMIN_TOKEN): %v", err)
+		return cfg, fmt.Errorf("--admin-token (or SNOWCHAOS_ADMIN_TOKEN): %v", err)
 	}
 	if f.adminFile != "" {
 		b, err := os.ReadFile(f.adminFile)
 		if err != nil {
-			return nil, fmt.Errorf("--admin-token-file: %v", err)
+			return cfg, fmt.Errorf("--admin-token-file: %v", err)
 		}
 		if token, _ = server.CleanToken(string(b)); token == "" {
-			return nil, fmt.Errorf("--admin-token-file %s is empty", f.adminFile)
+			return cfg, fmt.Errorf("--admin-token-file %s is empty", f.adminFile)
 		}
 	}
 	if token != "" && !f.adminAllowRemote {
@@ -204,281 +190,113 @@ func buildNode(ctx context.Context, f *serveFlags, stderr io.Writer) (_ *serveNo
 			addr = f.adminAddr
 		}
 		if err := server.CheckListenAddr(addr); err != nil {
-			return nil, err
+			return cfg, err
 		}
 	}
 	if f.adminAddr != "" && token == "" {
-		return nil, errors.New("--admin-addr needs an admin token")
+		return cfg, errors.New("--admin-addr needs an admin token")
 	}
 
 	layout, err := generator.ParseLayout(f.layout)
 	if err != nil {
-		return nil, fmt.Errorf("--layout: %v", err)
+		return cfg, fmt.Errorf("--layout: %v", err)
 	}
 	if f.epoch != "" {
 		e, err := time.Parse(time.RFC3339Nano, f.epoch)
 		if err != nil {
-			return nil, fmt.Errorf("--epoch %q is not an RFC 3339 time", f.epoch)
+			return cfg, fmt.Errorf("--epoch %q is not an RFC 3339 time", f.epoch)
 		}
 		layout.Epoch = e.UTC()
 	}
 	policy, err := generator.ParsePolicy(f.policy)
 	if err != nil {
-		return nil, fmt.Errorf("--policy: %v", err)
+		return cfg, fmt.Errorf("--policy: %v", err)
 	}
 	if err := checkServeFlags(f, layout); err != nil {
-		return nil, err
+		return cfg, err
 	}
 	reserve := f.reserve
 	if f.noReserve {
 		if reserve != 0 {
-			return nil, fmt.Errorf("--no-reserve with --reserve %v: give one of them", reserve)
+			return cfg, fmt.Errorf("--no-reserve with --reserve %v: give one of them", reserve)
 		}
 		reserve = generator.NoReserve
 	}
-
-	n.tracer, err = tracing.Setup(ctx, f.tracingServiceName)
-	if err != nil {
-		return nil, err
-	}
-	reg := telemetry.NewRegistry()
-	gc := telemetry.NewGeneratorCollector(telemetry.Options{TracerProvider: n.tracer})
-	reg.MustRegister(gc)
-	n.nodeMet = gc.MustNode("")
-
-	nc := node.Config{
+	cfg.Node = node.Config{
 		Settings: generator.Settings{
 			Layout: layout, Node: f.worker, Policy: policy, MaxWait: f.maxWait, MaxLead: f.maxLead, Reserve: reserve,
 		},
 		FaultClock:  token != "" || f.faultClock,
 		ClockOffset: f.clockOffset,
-		Metrics:     n.nodeMet,
-		Log:         n.log,
-		OnRebind:    n.rebound,
 	}
-	if f.leaseSkew < 0 || f.leaseSkew > lease.MaxSkewBudget {
-		return nil, fmt.Errorf("--lease-skew-budget %v outside [0, %v]", f.leaseSkew, lease.MaxSkewBudget)
-	}
-	if f.leaseSkew != 0 && f.leaseURL == "" {
-		return nil, errors.New("--lease-skew-budget needs --lease")
-	}
-	if f.peerSkew < 0 || f.peerSkew > lease.MaxPeerClockSkew {
-		return nil, fmt.Errorf("--peer-clock-max-skew %v outside [0, %v]", f.peerSkew, lease.MaxPeerClockSkew)
-	}
-	if f.peerSkew != lease.DefaultPeerClockMaxSkew && f.leaseURL == "" {
-		return nil, errors.New("--peer-clock-max-skew needs --lease")
-	}
-	if f.checkpoint != "" {
-		nc.Checkpoint = generator.NewFileCheckpoint(f.checkpoint)
-	}
-	if f.leaseURL != "" {
-		// A store keeps its own time: the memory store and etcd's expiry
-		// estimate read the system clock, never the node's fault clock.
-		store, closer, err := openLeaseRegistry(ctx, f, generator.SystemClock())
-		if err != nil {
-			return nil, err
-		}
-		n.registry = closer
-		lc := telemetry.NewLeaseCollector(telemetry.Options{TracerProvider: n.tracer})
-		if err := reg.Register(lc); err != nil {
-			return nil, fmt.Errorf("registering lease metrics: %v", err)
-		}
-		nc.LeaseMetrics = lc.MustNode("")
-		nc.Lease = &node.Lease{Registry: store, Holder: f.holder, TTL: f.leaseTTL, SkewBudget: f.leaseSkew, PeerClockMaxSkew: f.peerSkew,
-			Controls: node.Controls{NoMarkWriteThrough: f.markAtRenewal, NoFence: f.noFence}}
-		if f.peerSkew == 0 {
-			nc.Lease.PeerClockMaxSkew = -1
-			n.log.Warn("peer clock check off (--peer-clock-max-skew 0): the node starts whatever its clock reads against its peers'")
-		}
-	}
-	actx, acancel := context.WithTimeout(ctx, 2*f.leaseTTL+5*time.Second)
-	n.node, err = node.New(actx, nc)
-	acancel()
-	if err != nil {
-		if f.leaseURL != "" && n.node == nil && isLeaseError(err) {
-			return nil, fmt.Errorf("acquiring a worker lease from %s: %w", redactDSN(f.leaseURL), err)
-		}
-		return nil, err
-	}
-	fc := n.node.FaultClock()
-	gen := n.node.Generator()
-	markMs := gen.Stats().MarkMs
-	mark, err := checkStartMark(gen.Settings().Layout, markMs, markSource(f, markMs), wallNow(n.node.Clock()))
-	if err != nil {
-		return nil, err
-	}
-	mark.log(n.log, gen.Settings().MaxWait)
-
-	cfg := server.Config{
-		Generator: gen, FaultClock: fc, AdminToken: token, AdminAllowRemote: f.adminAllowRemote,
+	cfg.CheckpointPath = f.checkpoint
+	cfg.ServiceName = f.tracingServiceName
+	cfg.Server = server.Config{
+		AdminToken: token, AdminAllowRemote: f.adminAllowRemote,
 		MaxBatch: f.maxBatch, RequestTimeout: f.requestTimeout, ShutdownTimeout: f.shutdownTimeout,
 		ReadHeaderTimeout: f.readHeaderTimeout, ReadTimeout: f.readTimeout, IdleTimeout: f.idleTimeout, MaxConns: f.maxConns,
-		Registry: reg, Logger: n.log,
 	}
-	if n.tracer.Enabled() {
-		cfg.TracerProvider = n.tracer
+
+	if f.leaseSkew < 0 || f.leaseSkew > lease.MaxSkewBudget {
+		return cfg, fmt.Errorf("--lease-skew-budget %v outside [0, %v]", f.leaseSkew, lease.MaxSkewBudget)
+	}
+	if f.leaseSkew != 0 && f.leaseURL == "" {
+		return cfg, errors.New("--lease-skew-budget needs --lease")
+	}
+	if f.peerSkew < 0 || f.peerSkew > lease.MaxPeerClockSkew {
+		return cfg, fmt.Errorf("--peer-clock-max-skew %v outside [0, %v]", f.peerSkew, lease.MaxPeerClockSkew)
+	}
+	if f.peerSkew != lease.DefaultPeerClockMaxSkew && f.leaseURL == "" {
+		return cfg, errors.New("--peer-clock-max-skew needs --lease")
+	}
+	if f.leaseURL != "" {
+		cfg.Lease = &service.Lease{URL: f.leaseURL, Schema: f.leaseSchema, Table: f.leaseTable, Keeper: node.Lease{
+			Holder: f.holder, TTL: f.leaseTTL, SkewBudget: f.leaseSkew, PeerClockMaxSkew: f.peerSkew,
+			Controls: node.Controls{NoMarkWriteThrough: f.markAtRenewal, NoFence: f.noFence},
+		}}
+		if f.peerSkew == 0 {
+			cfg.Lease.Keeper.PeerClockMaxSkew = -1
+		}
 	}
 	if f.ntpServers != "" {
 		servers, err := ntpcheck.ParseServerList(f.ntpServers)
 		if err != nil {
-			return nil, fmt.Errorf("--ntp-server: %v", err)
+			return cfg, fmt.Errorf("--ntp-server: %v", err)
 		}
-		budget := f.ntpMaxOffset
-		if budget == 0 { // ntpcheck's default: the step threshold
-			budget = ntpcheck.DefaultStepThreshold
-		}
-		mon := ntpcheck.NewMonitor(ntpcheck.Config{Servers: servers, MaxOffset: budget, Policy: policy, MaxWait: f.maxWait, MaxLead: f.maxLead}, f.ntpEvery)
-		if err := reg.Register(mon.Collector()); err != nil {
-			return nil, fmt.Errorf("registering NTP metrics: %v", err)
-		}
-		if err := reg.Register(server.NTPBudget(budget)); err != nil {
-			return nil, fmt.Errorf("registering the NTP budget: %v", err)
-		}
-		cfg.ReadyChecks = append(cfg.ReadyChecks, server.ReadyCheck{Name: "ntp", Check: func(context.Context) error { return mon.Ready() }})
-		n.bg.Add(1)
-		go func() {
-			defer n.bg.Done()
-			mon.Run(bgCtx, func(r ntpcheck.Report) { n.log.Debug("ntp check", "summary", ntpcheck.Summary(r)) })
-		}()
+		cfg.NTP = &service.NTP{Servers: servers, MaxOffset: f.ntpMaxOffset, Interval: f.ntpEvery}
 	}
-	srv, err := server.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	n.srv.Store(srv)
-	// Keep the lease only once the server can take a rebuilt generator.
-	n.node.Run(bgCtx)
-	return n, nil
+	return cfg, nil
 }
 
-// isLeaseError reports whether err came from acquiring the lease.
-func isLeaseError(err error) bool {
-	for _, e := range []error{lease.ErrAllTaken, lease.ErrPeerClockSkew, lease.ErrUnavailable, lease.ErrInvalidConfig, lease.ErrInvalidRequest, lease.ErrLost, context.DeadlineExceeded} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
-
-// openLeaseRegistry opens the lease backend --lease names.
-func openLeaseRegistry(ctx context.Context, f *serveFlags, clock generator.Clock) (lease.Registry, io.Closer, error) {
-	u := f.leaseURL
-	switch {
-	case u == "memory":
-		return lease.NewMemory(clock), nil, nil
-	case strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://"):
-		r, err := leasepg.Open(ctx, u, leasepg.Options{Schema: f.leaseSchema, Table: f.leaseTable})
-		if err != nil {
-			return nil, nil, fmt.Errorf("--lease %s: %w", redactDSN(u), err)
-		}
-		return r, closerFunc(func() error { r.Close(); return nil }), nil
-	case strings.HasPrefix(u, "etcd://"):
-		eps := strings.Split(strings.TrimPrefix(u, "etcd://"), ",")
-		r, err := leaseetcd.Open(eps, leaseetcd.Options{Clock: clock})
-		if err != nil {
-			return nil, nil, fmt.Errorf("--lease %s: %w", u, err)
-		}
-		return r, r, nil
-	case strings.HasPrefix(u, zkurl.Scheme+"://"):
-		// The registry times its leases on the real clock, as the server
-		// does: a fault clock skews only the node.
-		r, err := leasezk.OpenURL(u, leasezk.Options{})
-		if err != nil {
-			return nil, nil, fmt.Errorf("--lease %s: %w", u, err)
-		}
-		return r, r, nil
-	}
-	return nil, nil, fmt.Errorf("--lease %q: want memory, postgres://..., etcd://host:port or zk://host:port/path", redactDSN(u))
-}
-
-// closerFunc adapts a function to io.Closer.
-type closerFunc func() error
-
-func (c closerFunc) Close() error { return c() }
-
-// redactDSN hides a password in a connection URL.
-func redactDSN(s string) string {
-	at := strings.LastIndex(s, "@")
-	scheme := strings.Index(s, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return s
-	}
-	userinfo := s[scheme+3 : at]
-	if user, _, ok := strings.Cut(userinfo, ":"); ok {
-		return s[:scheme+3] + user + ":xxxxx" + s[at:]
-	}
-	return s
-}
-
-// rebound serves the generator the node rebuilt on a new lease.
-func (n *serveNode) rebound(g *generator.Generator) {
-	srv := n.srv.Load()
-	if srv == nil {
-		return
-	}
-	if _, err := srv.SetGenerator(g); err != nil {
-		n.log.Error("serving the new generator failed", "err", err)
-	}
-}
-
-// serve listens, prints the addresses and serves until ctx is done.
-func (n *serveNode) serve(ctx context.Context, stdout, stderr io.Writer) int {
-	ln, err := net.Listen("tcp", n.f.listen)
+// listenAndServe listens where the flags say, prints the addresses and serves
+// svc until ctx is done.
+func listenAndServe(ctx context.Context, svc *service.Service, f *serveFlags, stdout, stderr io.Writer) int {
+	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowchaos serve: %v\n", err)
 		return exitInvalid
 	}
 	var adminLn net.Listener
-	if n.f.adminAddr != "" {
-		if adminLn, err = net.Listen("tcp", n.f.adminAddr); err != nil {
+	if f.adminAddr != "" {
+		if adminLn, err = net.Listen("tcp", f.adminAddr); err != nil {
 			ln.Close()
 			fmt.Fprintf(stderr, "snowchaos serve: admin: %v\n", err)
 			return exitInvalid
 		}
 	}
-	srv := n.srv.Load()
-	st := srv.Generator().Settings()
-	n.log.Info("serving", "worker", st.Node, "layout", st.Layout.Name, "epoch", st.Layout.Epoch.Format(time.RFC3339),
-		"policy", st.Policy.String(), "max_wait", st.MaxWait, "admin", srv.AdminEnabled(), "max_conns", srv.MaxConns())
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	if adminLn != nil {
 		fmt.Fprintf(stdout, "admin listening on %s\n", adminLn.Addr())
 	}
-	if f, ok := stdout.(interface{ Sync() error }); ok {
-		f.Sync()
+	if s, ok := stdout.(interface{ Sync() error }); ok {
+		s.Sync()
 	}
-	err = srv.Serve(ctx, ln, adminLn)
-	if err != nil {
+	if err := svc.Serve(ctx, ln, adminLn); err != nil {
 		fmt.Fprintf(stderr, "snowchaos serve: %v\n", err)
 		if errors.Is(err, server.ErrAdminRemote) || errors.Is(err, server.ErrConfig) {
 			return exitInvalid
 		}
 		return exitFailure
 	}
-	n.log.Info("shut down", "issued", srv.Generator().Stats().Issued)
 	return exitOK
-}
-
-// close releases everything in order: the node (its generator persists
-// its final mark, into the lease too, then the lease is released), the
-// background loops, the store, tracing.
-func (n *serveNode) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if n.node != nil {
-		if err := n.node.Stop(ctx, true); err != nil {
-			n.log.Warn("stopping the node", "err", err)
-		}
-	}
-	if n.cancel != nil {
-		n.cancel()
-	}
-	n.bg.Wait()
-	if n.registry != nil {
-		n.registry.Close()
-	}
-	if n.tracer != nil {
-		n.tracer.Shutdown(ctx)
-	}
 }

@@ -55,19 +55,20 @@ func TestServeLeaseMetricsFollowTheKeeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs testenv.SyncBuffer
-	n, err := buildNode(context.Background(), &f, &logs)
+	svc, err := buildService(context.Background(), &f, &logs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := n.srv.Load().Registry()
+	reg := svc.Server().Registry()
 	closed := false
 	t.Cleanup(func() {
 		if !closed {
-			n.close()
+			svc.Close()
 		}
 	})
+	keeper := svc.Node().Keeper()
 
-	st := n.node.Keeper().Stats()
+	st := keeper.Stats()
 	if st.State != lease.StateHeld || st.WorkerID != 5 {
 		t.Fatalf("keeper after the acquisition: %+v", st)
 	}
@@ -81,17 +82,17 @@ func TestServeLeaseMetricsFollowTheKeeper(t *testing.T) {
 	// between reading one and the other).
 	var last string
 	testenv.WaitFor(t, 30*time.Second, func() bool {
-		st = n.node.Keeper().Stats()
+		st = keeper.Stats()
 		last = leaseMismatch(st, promtest.Samples(t, reg))
-		return st.RenewOK >= 2 && last == "" && n.node.Keeper().Stats() == st
+		return st.RenewOK >= 2 && last == "" && keeper.Stats() == st
 	}, "lease series never matched the keeper after two renewals: %s (keeper %+v)\nlog:\n%s", last, st, logs.String())
 	if !st.LeasedUntil.After(first) {
 		t.Errorf("expiry not refreshed by the renewals: %v then %v", first, st.LeasedUntil)
 	}
 
-	n.close()
+	svc.Close()
 	closed = true
-	st = n.node.Keeper().Stats()
+	st = keeper.Stats()
 	if m := leaseMismatch(st, promtest.Samples(t, reg)); m != "" {
 		t.Errorf("after the release: %s", m)
 	}

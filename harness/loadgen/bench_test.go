@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/node"
 	"github.com/snowchaos/snowchaos/server"
 	"github.com/snowchaos/snowchaos/verify"
 )
@@ -17,11 +18,11 @@ import (
 // httptest, to measure the production http.Server settings).
 func benchNode(b *testing.B, worker int64) string {
 	b.Helper()
-	gen, err := generator.New(generator.Settings{Node: worker})
+	nd, err := node.New(context.Background(), node.Config{Settings: generator.Settings{Node: worker}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.New(server.Config{Node: nd, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func benchNode(b *testing.B, worker int64) string {
 	b.Cleanup(func() {
 		cancel()
 		<-done
-		gen.Close()
+		nd.Stop(context.Background(), true)
 	})
 	return "http://" + ln.Addr().String()
 }

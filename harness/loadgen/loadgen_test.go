@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowchaos/snowchaos/faults"
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/node"
 	"github.com/snowchaos/snowchaos/server"
 	"github.com/snowchaos/snowchaos/verify"
 )
@@ -115,17 +115,17 @@ func TestStagedPacer(t *testing.T) {
 // testNode starts a server node with the given worker ID.
 func testNode(t *testing.T, worker int64) (*httptest.Server, *generator.Generator) {
 	t.Helper()
-	gen, err := generator.New(generator.Settings{Node: worker})
+	nd, err := node.New(context.Background(), node.Config{Settings: generator.Settings{Node: worker}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.New(server.Config{Node: nd, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); gen.Close() })
-	return ts, gen
+	t.Cleanup(func() { ts.Close(); nd.Stop(context.Background(), true) })
+	return ts, nd.Generator()
 }
 
 func TestRunVerifiesEveryID(t *testing.T) {
@@ -287,15 +287,8 @@ func TestNodeKilledMidLoad(t *testing.T) {
 // same worker ID and no lease issue the same IDs, and the verifier, fed
 // live, must see it.
 func TestClonedWorkerIsCaught(t *testing.T) {
-	base := faults.New(generator.SystemClock())
 	mk := func() string {
-		gen, err := generator.New(generator.Settings{Node: 5, Clock: base})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv, _ := server.New(server.Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
-		ts := httptest.NewServer(srv.Handler())
-		t.Cleanup(func() { ts.Close(); gen.Close() })
+		ts, _ := testNode(t, 5)
 		return ts.URL
 	}
 	a, b := mk(), mk()

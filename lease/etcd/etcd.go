@@ -79,6 +79,47 @@ func New(cli *clientv3.Client, opts Options) *Registry {
 	return &Registry{cli: cli, prefix: opts.Prefix, clock: opts.Clock}
 }
 
+func init() {
+	lease.RegisterScheme(Scheme, func(_ context.Context, u string, o lease.OpenOptions) (lease.Registry, func() error, error) {
+		endpoints, prefix, err := ParseURL(u)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, err := Open(endpoints, Options{Prefix: prefix, Clock: o.Clock})
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, r.Close, nil
+	})
+}
+
+// Scheme is the URL scheme of an etcd lease store.
+const Scheme = "etcd"
+
+// maxEndpoints bounds the servers a URL may name.
+const maxEndpoints = 64
+
+// urlForm is the form of an etcd store's URL.
+var urlForm = lease.HostsURL{Scheme: Scheme, Name: "etcd", Form: "etcd://host:port[,host:port][/prefix/]", MaxHosts: maxEndpoints}
+
+// ParseURL reads etcd://host:port[,host:port...][/prefix/] (the scheme in
+// any case) into client endpoints ("http://host:port") and the key prefix
+// ("" without one: DefaultPrefix). A bad URL fails with
+// lease.ErrInvalidConfig naming the part at fault.
+func ParseURL(s string) (endpoints []string, prefix string, err error) {
+	hosts, path, err := urlForm.Parse(s)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, h := range hosts {
+		endpoints = append(endpoints, "http://"+h)
+	}
+	if path != "" {
+		prefix = "/" + path
+	}
+	return endpoints, prefix, nil
+}
+
 // Open connects to endpoints ("host:port" or URLs) and returns a Registry
 // owning the client. Close it.
 func Open(endpoints []string, opts Options) (*Registry, error) {

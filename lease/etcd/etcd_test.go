@@ -8,95 +8,20 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
 
 	"github.com/snowchaos/snowchaos/generator"
+	"github.com/snowchaos/snowchaos/internal/testenv/etcdtest"
 	"github.com/snowchaos/snowchaos/lease"
 	leaseetcd "github.com/snowchaos/snowchaos/lease/etcd"
 	"github.com/snowchaos/snowchaos/lease/leasetest"
 )
-
-// server is an etcd embedded in the test process on loopback ports, with
-// its data in a temporary directory; it can be stopped and started again
-// on the same ports and data.
-type server struct {
-	t                  *testing.T
-	dir                string
-	clientURL, peerURL url.URL
-	e                  *embed.Etcd
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func startServer(t *testing.T) *server {
-	s := &server{
-		t:         t,
-		dir:       t.TempDir(),
-		clientURL: url.URL{Scheme: "http", Host: freePort(t)},
-		peerURL:   url.URL{Scheme: "http", Host: freePort(t)},
-	}
-	s.start()
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *server) start() {
-	s.t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Name = "lease-test"
-	cfg.Dir = s.dir
-	cfg.ListenClientUrls = []url.URL{s.clientURL}
-	cfg.AdvertiseClientUrls = []url.URL{s.clientURL}
-	cfg.ListenPeerUrls = []url.URL{s.peerURL}
-	cfg.AdvertisePeerUrls = []url.URL{s.peerURL}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.Logger = "zap"
-	cfg.LogLevel = "fatal" // closing the server on purpose logs errors
-	cfg.UnsafeNoFsync = true
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		s.t.Fatalf("start embedded etcd: %v", err)
-	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(30 * time.Second):
-		e.Close()
-		s.t.Fatalf("embedded etcd not ready after 30s")
-	}
-	s.e = e
-}
-
-func (s *server) stop() {
-	if s.e != nil {
-		s.e.Close()
-		s.e = nil
-	}
-}
-
-func (s *server) client(t *testing.T, endpoint string) *clientv3.Client {
-	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatalf("etcd client: %v", err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
-}
 
 func prefix() string {
 	b := make([]byte, 6)
@@ -105,8 +30,8 @@ func prefix() string {
 }
 
 func TestConformance(t *testing.T) {
-	srv := startServer(t)
-	cli := srv.client(t, srv.clientURL.Host)
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t, srv.ClientURL.Host)
 	leasetest.Run(t, leasetest.Harness{
 		TTL: 2 * time.Second, // etcd's minimum TTL with default timing
 		New: func(t *testing.T) leasetest.Backend {
@@ -116,8 +41,8 @@ func TestConformance(t *testing.T) {
 }
 
 func TestOpenAndList(t *testing.T) {
-	srv := startServer(t)
-	reg, err := leaseetcd.Open([]string{srv.clientURL.String()}, leaseetcd.Options{Prefix: prefix()})
+	srv := etcdtest.Start(t)
+	reg, err := leaseetcd.Open([]string{srv.ClientURL.String()}, leaseetcd.Options{Prefix: prefix()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,21 +163,21 @@ func now() (wall, mono int64) { return clock.Now() }
 // Keeper refuses before the lease's store expiry (as etcd last reported it)
 // and recovers the same lease when the server restarts on the same data.
 func TestKeeperFencesWhenServerStops(t *testing.T) {
-	srv := startServer(t)
-	cli := srv.client(t, srv.clientURL.Host)
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t, srv.ClientURL.Host)
 	reg := leaseetcd.New(cli, leaseetcd.Options{Prefix: prefix()})
 	events := make(chan lease.Event, 64)
 	k, first := newKeeper(t, reg, 3*time.Second, events)
 	if _, m := now(); k.Check(m) != nil {
 		t.Fatalf("fence closed after acquiring: %v", k.Check(m))
 	}
-	srv.stop()
+	srv.Stop()
 	lastKnown, _ := k.Lease()
 	waitFor(t, k, "the fence to close", 10*time.Second, func() bool { _, m := now(); return k.Check(m) != nil })
 	if w, _ := now(); !time.Unix(0, w).Before(lastKnown.LeasedUntil) {
 		t.Errorf("fence closed at %v, not before the store's expiry %v", time.Unix(0, w), lastKnown.LeasedUntil)
 	}
-	srv.start()
+	srv.Restart()
 	waitFor(t, k, "recovery", 30*time.Second, func() bool { _, m := now(); return k.Check(m) == nil })
 	if l, _ := k.Lease(); l.Token != first.Token || l.WorkerID != first.WorkerID {
 		t.Errorf("recovered with %v, want the same lease %v", l, first)
@@ -267,10 +192,10 @@ func TestKeeperFencesWhenServerStops(t *testing.T) {
 // the fence is closed by then, and when the partition heals the Keeper
 // re-acquires its own worker ID under a new token and asks for a rebuild.
 func TestKeeperPartitionLongerThanTTL(t *testing.T) {
-	srv := startServer(t)
-	direct := srv.client(t, srv.clientURL.Host)
-	px := newProxy(t, srv.clientURL.Host)
-	cli := srv.client(t, px.ln.Addr().String())
+	srv := etcdtest.Start(t)
+	direct := srv.Client(t, srv.ClientURL.Host)
+	px := newProxy(t, srv.ClientURL.Host)
+	cli := srv.Client(t, px.ln.Addr().String())
 	pfx := prefix()
 	reg := leaseetcd.New(cli, leaseetcd.Options{Prefix: pfx})
 	events := make(chan lease.Event, 64)
@@ -322,8 +247,8 @@ func TestKeeperPartitionLongerThanTTL(t *testing.T) {
 // ID passed it, so it repeats nothing; the negative control (the mark
 // written only at renewal) repeats IDs.
 func TestCrashHandoff(t *testing.T) {
-	srv := startServer(t)
-	cli := srv.client(t, srv.clientURL.Host)
+	srv := etcdtest.Start(t)
+	cli := srv.Client(t, srv.ClientURL.Host)
 	for _, tc := range []struct {
 		name          string
 		markAtRenewal bool
@@ -338,4 +263,78 @@ func TestCrashHandoff(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestParseURL(t *testing.T) {
+	for _, tc := range []struct {
+		url       string
+		endpoints []string
+		prefix    string
+	}{
+		{"etcd://127.0.0.1:2379", []string{"http://127.0.0.1:2379"}, ""},
+		{"etcd://127.0.0.1:2379/", []string{"http://127.0.0.1:2379"}, ""},
+		{"ETCD://a:1,b:2/custom/", []string{"http://a:1", "http://b:2"}, "/custom/"},
+		{"etcd://[::1]:2379/ids/leases", []string{"http://[::1]:2379"}, "/ids/leases"},
+	} {
+		eps, prefix, err := leaseetcd.ParseURL(tc.url)
+		if err != nil || !slices.Equal(eps, tc.endpoints) || prefix != tc.prefix {
+			t.Errorf("ParseURL(%q) = %v %q %v; want %v %q", tc.url, eps, prefix, err, tc.endpoints, tc.prefix)
+		}
+	}
+	for _, u := range []string{"etcd://", "etcd:///p", "etcd://h", "etcd://h:0", "etcd://h:99999", "etcd://a:1,,b:2", "etcd://u:p@h:1",
+		"etcd://h:1/p?x=1", "etcd://h:1#f", "http://h:1", "etcd://:1"} {
+		if _, _, err := leaseetcd.ParseURL(u); !errors.Is(err, lease.ErrInvalidConfig) || !strings.Contains(err.Error(), u) {
+			t.Errorf("ParseURL(%q) = %v, want ErrInvalidConfig naming it", u, err)
+		}
+	}
+}
+
+// TestOpenURL opens an etcd:// URL with a prefix through lease.Open: the
+// registry keeps its keys under that prefix.
+func TestOpenURL(t *testing.T) {
+	srv := etcdtest.Start(t)
+	p := prefix()
+	st, err := lease.Open(context.Background(), "etcd://"+srv.ClientURL.Host+p, lease.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := st.Acquire(ctx, lease.Request{Holder: "a", Range: lease.Range{Min: 5, Max: 5}, TTL: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client(t, srv.ClientURL.String()).Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil || len(resp.Kvs) == 0 || !strings.HasPrefix(string(resp.Kvs[0].Key), p) {
+		t.Fatalf("keys under %s: %v (%v), want the lease's", p, resp, err)
+	}
+	if ls, err := st.List(ctx); err != nil || len(ls) != 1 || ls[0].WorkerID != 5 {
+		t.Fatalf("List = %+v, %v", ls, err)
+	}
+}
+
+// FuzzParseURL: ParseURL either fails with ErrInvalidConfig or returns at
+// least one http:// endpoint with a host and a port, and a prefix that is
+// empty or starts with /.
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{"etcd://127.0.0.1:2379", "etcd://a:1,b:2/p/", "etcd://", "etcd://,", "etcd://[::1]:2379/x", "etcd://h:1/a?b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		eps, prefix, err := leaseetcd.ParseURL(s)
+		if err != nil {
+			if !errors.Is(err, lease.ErrInvalidConfig) {
+				t.Fatalf("ParseURL(%q): %v, not ErrInvalidConfig", s, err)
+			}
+			return
+		}
+		if len(eps) == 0 || (prefix != "" && !strings.HasPrefix(prefix, "/")) {
+			t.Fatalf("ParseURL(%q) = %q %q", s, eps, prefix)
+		}
+		for _, e := range eps {
+			if h, p, err := net.SplitHostPort(strings.TrimPrefix(e, "http://")); err != nil || h == "" || p == "" || !strings.HasPrefix(e, "http://") {
+				t.Fatalf("ParseURL(%q) gave the endpoint %q", s, e)
+			}
+		}
+	})
 }

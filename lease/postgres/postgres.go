@@ -52,6 +52,22 @@ type Registry struct {
 
 type queries struct{ acquire, held, renew, record, release, list string }
 
+func init() {
+	for _, scheme := range []string{"postgres", "postgresql"} {
+		lease.RegisterScheme(scheme, openURL)
+	}
+}
+
+// openURL opens the store a postgres:// URL names, for lease.Open: the
+// table o.Schema.o.Table, migrated unless o.ReadOnly.
+func openURL(ctx context.Context, u string, o lease.OpenOptions) (lease.Registry, func() error, error) {
+	r, err := Open(ctx, u, Options{Schema: o.Schema, Table: o.Table, NoMigrate: o.ReadOnly})
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, func() error { r.Close(); return nil }, nil
+}
+
 // Open connects to dsn (a pgx connection string or URL), migrates the
 // schema and returns a Registry that owns the connection pool. Close it.
 func Open(ctx context.Context, dsn string, opts Options) (*Registry, error) {

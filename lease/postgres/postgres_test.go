@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -354,5 +355,48 @@ func TestCrashHandoff(t *testing.T) {
 				t.Fatalf("successor not safe: %+v", rep)
 			}
 		})
+	}
+}
+
+// TestOpenURL opens a postgres:// URL through lease.Open: the table is
+// o.Schema's, migrated on open, and the store's time is Postgres's; read
+// only, a store whose table is missing is not created and its calls fail.
+func TestOpenURL(t *testing.T) {
+	adm := admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if !strings.HasPrefix(dsn(), "postgres") {
+		t.Skipf("SNOWCHAOS_TEST_PG_DSN %q is not a postgres:// URL", dsn())
+	}
+	s := schema(t, adm)
+	ro, err := lease.Open(ctx, dsn(), lease.OpenOptions{Schema: s, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := ro.List(ctx); err == nil {
+		t.Fatal("List on a read-only store without its table succeeded")
+	}
+	st, err := lease.Open(ctx, dsn(), lease.OpenOptions{Schema: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Acquire(ctx, lease.Request{Holder: "a", Range: lease.Range{Min: 4, Max: 4}, TTL: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := adm.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{s, "worker_leases"}.Sanitize()+" WHERE worker_id = 4").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the lease is not in %s.worker_leases: %d rows, %v", s, n, err)
+	}
+	if ls, err := ro.List(ctx); err != nil || len(ls) != 1 {
+		t.Fatalf("read-only List once the table exists = %+v, %v", ls, err)
+	}
+	var pgNow time.Time
+	if err := adm.QueryRow(ctx, "SELECT now()").Scan(&pgNow); err != nil {
+		t.Fatal(err)
+	}
+	if now, err := st.Now(ctx); err != nil || now.Before(pgNow) || now.Sub(pgNow) > 10*time.Second {
+		t.Fatalf("Now = %v, %v; want Postgres's now() (%v, read before)", now, err, pgNow)
 	}
 }

@@ -93,6 +93,16 @@ func Open(servers []string, opts Options) (*Registry, error) {
 	return r, nil
 }
 
+func init() {
+	lease.RegisterScheme(zkurl.Scheme, func(_ context.Context, u string, o lease.OpenOptions) (lease.Registry, func() error, error) {
+		r, err := OpenURL(u, Options{Clock: o.Clock})
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, r.Close, nil
+	})
+}
+
 // OpenURL opens the Registry a zk:// URL names (see zkurl.Parse);
 // opts.Root is the URL's.
 func OpenURL(u string, opts Options) (*Registry, error) {

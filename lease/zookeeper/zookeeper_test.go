@@ -242,3 +242,35 @@ func TestOpenErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenURL opens a zk:// URL through lease.Open: the registry keeps
+// its znodes under the URL's root; a malformed URL is refused before any
+// connection.
+func TestOpenURL(t *testing.T) {
+	for _, u := range []string{"zk://", "zk://h", "zk://h:0/r", "zk://u@h:1/r", "zk://h:1/zookeeper/x", "zk://h:1/a//b"} {
+		if _, err := lease.Open(context.Background(), u, lease.OpenOptions{}); !errors.Is(err, lease.ErrInvalidConfig) {
+			t.Errorf("lease.Open(%q) = %v, want ErrInvalidConfig", u, err)
+		}
+	}
+	zs := zktest.Start(t, zktest.Options{})
+	rt := root()
+	st, err := lease.Open(context.Background(), "ZK://"+zs.Addr+rt, lease.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		st.Close()
+		if err := purge(context.Background(), []string{zs.Addr}, rt); err != nil {
+			t.Errorf("purge %s: %v", rt, err)
+		}
+	})
+	if _, ok := st.Registry.(*leasezk.Registry); !ok {
+		t.Fatalf("zk:// opened a %T", st.Registry)
+	}
+	if _, err := st.Acquire(ctxT(t, 30*time.Second), lease.Request{Holder: "a", Range: lease.Range{Min: 7, Max: 7}, TTL: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := direct(t, zs.Addr).Exists(rt + "/w/00007"); err != nil || !ok {
+		t.Fatalf("no lease znode under the URL's root %s: exists %v, %v", rt, ok, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/harness/loadgen"
+	"github.com/snowchaos/snowchaos/node"
 	"github.com/snowchaos/snowchaos/server"
 	"github.com/snowchaos/snowchaos/verify"
 )
@@ -24,13 +25,13 @@ func TestOracleAgreesUnderLoad(t *testing.T) {
 	schema := testSchema(t, c)
 	var urls []string
 	for _, worker := range []int64{1, 2, 2} {
-		gen, err := generator.New(generator.Settings{Node: worker})
+		nd, err := node.New(context.Background(), node.Config{Settings: generator.Settings{Node: worker}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv, _ := server.New(server.Config{Generator: gen, Logger: slog.New(slog.DiscardHandler)})
+		srv, _ := server.New(server.Config{Node: nd, Logger: slog.New(slog.DiscardHandler)})
 		ts := httptest.NewServer(srv.Handler())
-		t.Cleanup(func() { ts.Close(); gen.Close() })
+		t.Cleanup(func() { ts.Close(); nd.Stop(context.Background(), true) })
 		urls = append(urls, ts.URL)
 	}
 	o, err := New(context.Background(), Config{Schema: schema, BatchSize: 5000})

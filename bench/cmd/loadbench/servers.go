@@ -22,6 +22,7 @@ import (
 
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/internal/yieldclock"
+	"github.com/snowchaos/snowchaos/node"
 	"github.com/snowchaos/snowchaos/server"
 )
 
@@ -133,24 +134,25 @@ func runBenchServers(ctx context.Context, nodes, batch, pin int, stdin io.Reader
 	}()
 	// startNode starts a node for worker on clock (nil: the system clock).
 	startNode := func(worker int64, clock generator.Clock) (string, error) {
-		gen, err := generator.New(generator.Settings{Node: worker, Clock: clock})
+		nd, err := node.New(ctx, node.Config{Settings: generator.Settings{Node: worker, Clock: clock}})
 		if err != nil {
 			return "", err
 		}
-		srv, err := server.New(server.Config{Generator: gen, MaxBatch: max(batch, server.DefaultMaxBatch), Logger: slog.New(slog.DiscardHandler)})
+		stop := func() { nd.Stop(context.WithoutCancel(ctx), true) }
+		srv, err := server.New(server.Config{Node: nd, MaxBatch: max(batch, server.DefaultMaxBatch), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
-			gen.Close()
+			stop()
 			return "", err
 		}
 		ln, url, err := listen()
 		if err != nil {
-			gen.Close()
+			stop()
 			return "", err
 		}
 		sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})
 		go func() { defer close(done); srv.Serve(sctx, ln, nil) }()
-		stops = append(stops, func() { scancel(); <-done; gen.Close() })
+		stops = append(stops, func() { scancel(); <-done; stop() })
 		return url, nil
 	}
 	for i := range nodes {

@@ -6,8 +6,6 @@ package zkurl
 
 import (
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 
 	"github.com/snowchaos/snowchaos/lease"
@@ -25,45 +23,24 @@ const maxServers = 64
 // maxRootLen bounds the root path.
 const maxRootLen = 512
 
+// urlForm is the form of a ZooKeeper store's URL.
+var urlForm = lease.HostsURL{Scheme: Scheme, Name: "zookeeper", Form: "zk://host:port[,host:port][/root]", MaxHosts: maxServers}
+
 // Parse reads zk://host:port[,host:port...][/root] (the scheme in any
-// case) into the servers
-// ("host:port") and the root path (DefaultRoot when the URL has none). A
-// bad URL fails with lease.ErrInvalidConfig naming the part at fault.
+// case) into the servers ("host:port") and the root path (DefaultRoot
+// when the URL has none). A bad URL fails with lease.ErrInvalidConfig
+// naming the part at fault.
 func Parse(s string) (servers []string, root string, err error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: zookeeper URL %q: %s", lease.ErrInvalidConfig, s, fmt.Sprintf(format, args...))
-	}
-	prefix := Scheme + "://"
-	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
-		return nil, "", bad("want zk://host:port[,host:port][/root]")
-	}
-	rest := s[len(prefix):]
-	hosts, path, _ := strings.Cut(rest, "/")
-	if strings.ContainsAny(hosts, "@?#") {
-		return nil, "", bad("user info, queries and fragments are not supported")
-	}
-	if hosts == "" {
-		return nil, "", bad("no server")
-	}
-	for _, hp := range strings.Split(hosts, ",") {
-		h, port, err := net.SplitHostPort(hp)
-		if err != nil || h == "" {
-			return nil, "", bad("server %q: want host:port", hp)
-		}
-		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return nil, "", bad("server %q: port %q not in [1, 65535]", hp, port)
-		}
-		if len(servers) == maxServers {
-			return nil, "", bad("more than %d servers", maxServers)
-		}
-		servers = append(servers, hp)
+	servers, path, err := urlForm.Parse(s)
+	if err != nil {
+		return nil, "", err
 	}
 	root = DefaultRoot
 	if path = strings.TrimSuffix(path, "/"); path != "" {
 		root = "/" + path
 	}
 	if err := CheckRoot(root); err != nil {
-		return nil, "", bad("%v", err)
+		return nil, "", urlForm.Errorf(s, "%v", err)
 	}
 	return servers, root, nil
 }
