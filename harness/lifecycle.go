@@ -753,7 +753,15 @@ func (l *lifecycle) measure(sl *slot, effect, slack time.Duration) measurement {
 		}
 		return measurement{detail: msg, diag: diagnose()}
 	}
-	if max(effect, -effect) < 2*tol {
+	if half > 0 {
+		// A reading with an interval of its own (a process's round trip)
+		// must tell the faulted clock from the unfaulted one: it lies
+		// farther from where the clock would read without the fault than
+		// the tolerance.
+		if u := want - effect; max(got-u, u-got) <= tol+slack {
+			return measurement{detail: fmt.Sprintf("offset %s%s: as close to the unfaulted clock (%s) as to the fault's, within the tolerance %s", scenario.FormatDuration(got), within, scenario.FormatDuration(u), tol+slack)}
+		}
+	} else if max(effect, -effect) < 2*tol {
 		return measurement{detail: fmt.Sprintf("offset %s%s: the fault's effect (%s) is below the measurement tolerance %s", scenario.FormatDuration(got), within, scenario.FormatDuration(effect), tol)}
 	}
 	return measurement{state: reached, detail: fmt.Sprintf("offset %s%s (want %s)", scenario.FormatDuration(got), within, scenario.FormatDuration(want))}

@@ -129,7 +129,7 @@ func Suite(cfg Config, only []string) ([]File, error) {
 	}
 	// A restart or a clone needs the process's start time on top of the
 	// fault's own schedule to serve.
-	start := max(cfg.StartTime, 300*time.Millisecond)
+	start := 3 * max(cfg.StartTime, 300*time.Millisecond)
 	ms := func(d time.Duration) string { return scenario.FormatDuration(d.Round(time.Millisecond)) }
 	var out []File
 	for _, name := range Faults {

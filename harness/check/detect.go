@@ -108,7 +108,7 @@ func Detect(ctx context.Context, cfg Config) (Config, []string, error) {
 	cfg.StartTime = s.StartTime
 	start := fmt.Sprintf("it took %s to start", s.StartTime.Round(time.Millisecond))
 	if s.StartTime > time.Second {
-		start += " (slow: an interpreter behind a shim, such as pyenv's, pays that at every restart; run the interpreter itself if you can); the restart and clone scenarios give every start that long and more"
+		start += " (slow: every restart and clone pays it; an interpreter behind a shim, such as pyenv's, or a compiler run at every start, such as java File.java's, can often be left out); the restart and clone scenarios give every start three times that"
 	}
 	notes = append(notes, start)
 	if s.Refused != "" {

@@ -55,7 +55,7 @@ func (c clockCtl) Offset(ctx context.Context) (time.Duration, error) {
 
 // readings is how many readings OffsetWithin takes at most, keeping the
 // narrowest.
-const readings = 3
+const readings = 5
 
 // OffsetWithin implements target.Bracketed: the process's own clock
 // reading against true time, the best of a few. It fails with
