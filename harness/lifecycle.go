@@ -420,7 +420,7 @@ func (l *lifecycle) fault(fi int) {
 		// The driver was held up (a node's start blocks it): the fault's
 		// window, measured from its instant, would judge time it did not
 		// cover.
-		l.unconfirmed(fi, fmt.Sprintf("the fault landed %s after its instant (the driver was busy: a node's start takes as long as the node takes to be ready)", Duration(late)))
+		l.unconfirmed(fi, fmt.Sprintf("the fault landed %s after its instant: the run's driver was held up (by a node's start, which lasts until the node is ready, a slow measurement, or the machine's scheduler)", Duration(late)))
 	}
 	if l.metrics != nil {
 		l.metrics.FaultInjected(f.Kind)
