@@ -74,6 +74,7 @@ include exec.mk
 include kube.mk
 include loadbench.mk
 include multihost.mk
+include sink.mk
 
 clean:
 	rm -rf bin out
