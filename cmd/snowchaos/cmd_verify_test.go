@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -283,5 +284,51 @@ func TestVerifyJSONStdoutIsJSONOnly(t *testing.T) {
 	c, stdout, stderr := runVerifyStdin(t, "7\n7\n\xbe\n", "--json", "--progress", "1ms")
 	if r, err := jsonOnly(stdout); c != exitFailure || err != nil || r.Duplicates != 1 || r.BadLines != 1 {
 		t.Fatalf("exit %d, %v:\nstdout:\n%s\nstderr:\n%s", c, err, stdout, stderr)
+	}
+}
+
+// TestVerifyBodyCutReportsWhatWasVerified: a body that stops part way
+// (chunked past --max-body; cut off by its client) is verified up to the
+// line where it stopped, answered with those counts and that line and
+// byte, and makes the run exit 2.
+func TestVerifyBodyCutReportsWhatWasVerified(t *testing.T) {
+	base, out, stop := startVerify(t, nil, "--listen", "127.0.0.1:0", "--max-body", "1024", "--expect-ids", "0")
+	var body strings.Builder
+	for i := range 600 {
+		fmt.Fprintf(&body, "%d\n", 1000+i) // 5 bytes a line: 1,024 bytes are 204 lines and 4 bytes
+	}
+	req, _ := http.NewRequest("POST", base+"/v1/ids", strings.NewReader(body.String()))
+	req.ContentLength = -1 // chunked: the size shows only while reading
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	resp.Body.Close()
+	if resp.StatusCode != 413 || m["ids"] != 204.0 || m["line"] != 205.0 || m["byte"] != 1024.0 {
+		t.Fatalf("%d %v, want 413 with 204 IDs verified and line 205, byte 1024 named", resp.StatusCode, m)
+	}
+
+	// A client that announces 100 bytes, sends 3 lines and a half, and
+	// goes away.
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "POST /v1/ids HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n5000\n5001\n5002\n50")
+	c.(*net.TCPConn).CloseWrite()
+	io.Copy(io.Discard, c) // the answer, once the sink has read what came
+	c.Close()
+
+	if code := stop(); code != exitInvalid {
+		t.Fatalf("exit %d, want 2 (bodies not wholly verified)\n%s", code, out)
+	}
+	for _, w := range []string{"kind snowflake: 207 IDs (207 unique) in 2 batches", "2 batches stopped part way",
+		"incomplete: sink: batch 1: stopped at line 205, byte 1024: http: request body too large; lines 1 to 204 were verified, line 205 and after were not",
+		"incomplete: sink: batch 2: stopped at line 4, byte 17: unexpected EOF; lines 1 to 3 were verified, line 4 and after were not"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("report lacks %q:\n%s", w, out)
+		}
 	}
 }

@@ -243,6 +243,11 @@ func TestHTTP(t *testing.T) {
 	if resp, err := http.Get(srv.URL + "/v1/ids"); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("GET /v1/ids: %v %v", resp, err)
 	}
+	for _, path := range []string{"/v1/totals", "/healthz"} { // HEAD wherever GET works
+		if resp, err := http.Head(srv.URL + path); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("HEAD %s: %v %v", path, resp, err)
+		}
+	}
 	if resp, err := http.Post(srv.URL+"/v1/stop", "", nil); err != nil || resp.StatusCode != 200 {
 		t.Fatal(err)
 	}
