@@ -69,12 +69,12 @@ fmt:
 
 include dashboards.mk
 include bench.mk
+include sink.mk
 include mutants.mk
 include exec.mk
 include kube.mk
 include loadbench.mk
 include multihost.mk
-include sink.mk
 
 clean:
 	rm -rf bin out
