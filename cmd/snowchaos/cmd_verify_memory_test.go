@@ -151,7 +151,7 @@ func TestVerifySinkMemoryBounded(t *testing.T) {
 		}
 	}
 	t.Logf("%d clients sent %d bytes: %d ID lines (%d planted duplicates), %d bad lines; the sink's resident memory: %d MiB before, peak %d MiB (GOMAXPROCS %d, load average %s)",
-		clients, bytes, ids, dups, bad, before.RSS>>20, peak.HWM>>20, runtime.GOMAXPROCS(0), loadAverage())
+		clients, bytes, ids, dups, bad, before.RSS>>20, peak.HWM>>20, runtime.GOMAXPROCS(0), sinkload.LoadAverage())
 	if peak.HWM > sinkRSSBound {
 		t.Errorf("the sink's peak resident memory was %d MiB, over the bound of %d MiB", peak.HWM>>20, sinkRSSBound>>20)
 	}

@@ -75,7 +75,7 @@ func run(bin, idsFlag, shapesFlag string, clients, bodyMB int, mapMax int64) err
 	if clients < 1 || clients > 64 || bodyMB < 1 || bodyMB > 64 {
 		return errors.New("-clients: want 1..64, -body-mb: 1..64")
 	}
-	fmt.Printf("go %s, GOMAXPROCS %d, load average at the start %s\n", runtime.Version(), runtime.GOMAXPROCS(0), loadAverage())
+	fmt.Printf("go %s, GOMAXPROCS %d, load average at the start %s\n", runtime.Version(), runtime.GOMAXPROCS(0), sinkload.LoadAverage())
 	fmt.Printf("sink: %s verify --listen, %d clients, bodies of %d MB; reference: verify.Verifier in process, its CPU time less making the IDs\n\n", bin, clients, bodyMB)
 	fmt.Println("| shape | IDs | sink RSS growth | per ID | sink peak RSS | sink CPU | CPU ns/ID | IDs/s per CPU | wall | Verifier heap | per ID | Verifier CPU ns/ID | sink/Verifier CPU | map bytes/ID | map CPU ns/ID | load (1 min) |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -110,10 +110,10 @@ func run(bin, idsFlag, shapesFlag string, clients, bodyMB int, mapMax int64) err
 				sh, count(n), mib(growth), float64(growth)/float64(n), mib(int64(sk.end.HWM)), sk.cpu.Round(time.Second),
 				float64(sk.cpu.Nanoseconds())/float64(n), float64(n)/sk.cpu.Seconds()/1e6, sk.wall.Round(time.Second),
 				mib(int64(ref.heap)), float64(ref.heap)/float64(n), float64(ref.cpu.Nanoseconds())/float64(n),
-				float64(sk.cpu)/float64(ref.cpu), mapRef, mapCPU, strings.Fields(loadAverage())[0])
+				float64(sk.cpu)/float64(ref.cpu), mapRef, mapCPU, strings.Fields(sinkload.LoadAverage())[0])
 		}
 	}
-	fmt.Printf("\nload average at the end %s\n", loadAverage())
+	fmt.Printf("\nload average at the end %s\n", sinkload.LoadAverage())
 	return nil
 }
 
@@ -370,11 +370,3 @@ func count(n int64) string {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
-}

@@ -229,6 +229,20 @@ func ReadMem(pid int) (Mem, error) {
 	return m, nil
 }
 
+// LoadAverage returns the 1, 5 and 15 minute load averages from
+// /proc/loadavg, as there ("?" when unreadable).
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
 // userHZ is the unit of /proc/PID/stat's times: USER_HZ, 100 on every
 // Linux architecture Go supports.
 const userHZ = 100

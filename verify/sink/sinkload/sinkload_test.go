@@ -73,6 +73,9 @@ func TestReadProc(t *testing.T) {
 	if err != nil || m.RSS == 0 || m.HWM < m.RSS {
 		t.Fatalf("%+v %v", m, err)
 	}
+	if l := strings.Fields(LoadAverage()); len(l) != 3 {
+		t.Fatalf("load average %q", LoadAverage())
+	}
 	c0, err := ReadCPU(0)
 	if err != nil {
 		t.Fatal(err)
