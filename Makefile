@@ -69,6 +69,7 @@ fmt:
 
 include dashboards.mk
 include bench.mk
+include sink.mk
 include mutants.mk
 include exec.mk
 include kube.mk

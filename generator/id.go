@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // ID is a Snowflake ID: time, node and sequence fields packed into the low
@@ -30,6 +31,16 @@ func quoteInput(s string) string {
 	return strconv.Quote(s)
 }
 
+// quoteByte quotes one byte of input for an error message: as Go quotes
+// an ASCII character ('x', '\t', '\x00'), and a byte above 0x7f, which is
+// no character by itself, as '\xbe'.
+func quoteByte(c byte) string {
+	if c < utf8.RuneSelf {
+		return strconv.QuoteRune(rune(c))
+	}
+	return fmt.Sprintf(`'\x%02x'`, c)
+}
+
 // ParseID parses a strict decimal ID: one or more ASCII digits, no sign, no
 // spaces, no leading zeros (except "0" itself), at most 2^63-1. It is the
 // inverse of String. Errors name the value and wrap ErrInvalidID. It does
@@ -45,7 +56,7 @@ func ParseID(s string) (ID, error) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("%w: %s is not a decimal number (byte %d is %q)", ErrInvalidID, quoteInput(s), i, c)
+			return 0, fmt.Errorf("%w: %s is not a decimal number (byte %d is %s)", ErrInvalidID, quoteInput(s), i, quoteByte(c))
 		}
 		if v > (1<<63-1)/10 {
 			return 0, fmt.Errorf("%w: %s exceeds 2^63-1", ErrInvalidID, quoteInput(s))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/snowchaos/snowchaos/generator"
 )
@@ -232,6 +233,16 @@ func quote(s string) string {
 	return strconv.Quote(s)
 }
 
+// QuoteByte quotes one byte of input for an error message: as Go quotes an
+// ASCII character ('x', '\t', '\x00'), and a byte above 0x7f, which is no
+// character by itself, as '\xbe' (never as the character U+00BE, '¾').
+func QuoteByte(c byte) string {
+	if c < utf8.RuneSelf {
+		return strconv.QuoteRune(rune(c))
+	}
+	return fmt.Sprintf(`'\x%02x'`, c)
+}
+
 // ParseUUID parses a UUID of any version: the canonical 36-character form
 // (8-4-4-4-12 hex digits with hyphens) or 32 hex digits without hyphens;
 // hex digits in either case; nothing else (no braces, no "urn:uuid:", no
@@ -246,13 +257,13 @@ func ParseUUID(s string) (ID128, error) {
 			c := s[i]
 			if i == 8 || i == 13 || i == 18 || i == 23 {
 				if c != '-' {
-					return ID128{}, fmt.Errorf("%w: UUID %s: byte %d is %q, want '-'", ErrInvalidID, quote(s), i, c)
+					return ID128{}, fmt.Errorf("%w: UUID %s: byte %d is %s, want '-'", ErrInvalidID, quote(s), i, QuoteByte(c))
 				}
 				continue
 			}
 			v := hexVal[c]
 			if v == 0xff {
-				return ID128{}, fmt.Errorf("%w: UUID %s: byte %d is %q, not a hex digit", ErrInvalidID, quote(s), i, c)
+				return ID128{}, fmt.Errorf("%w: UUID %s: byte %d is %s, not a hex digit", ErrInvalidID, quote(s), i, QuoteByte(c))
 			}
 			x = x.shl4(v)
 			n++
@@ -261,7 +272,7 @@ func ParseUUID(s string) (ID128, error) {
 		for i := 0; i < 32; i++ {
 			v := hexVal[s[i]]
 			if v == 0xff {
-				return ID128{}, fmt.Errorf("%w: UUID %s: byte %d is %q, not a hex digit", ErrInvalidID, quote(s), i, s[i])
+				return ID128{}, fmt.Errorf("%w: UUID %s: byte %d is %s, not a hex digit", ErrInvalidID, quote(s), i, QuoteByte(s[i]))
 			}
 			x = x.shl4(v)
 		}
@@ -304,10 +315,10 @@ func ParseULID(s string) (ID128, error) {
 	for i := 0; i < 26; i++ {
 		v := crockVal[s[i]]
 		if v == 0xff {
-			return ID128{}, fmt.Errorf("%w: ULID %s: byte %d is %q, not Crockford base32 (0-9, A-Z without I, L, O, U)", ErrInvalidID, quote(s), i, s[i])
+			return ID128{}, fmt.Errorf("%w: ULID %s: byte %d is %s, not Crockford base32 (0-9, A-Z without I, L, O, U)", ErrInvalidID, quote(s), i, QuoteByte(s[i]))
 		}
 		if i == 0 && v > 7 {
-			return ID128{}, fmt.Errorf("%w: ULID %s: first character %q exceeds '7' (overflows 128 bits)", ErrInvalidID, quote(s), s[0])
+			return ID128{}, fmt.Errorf("%w: ULID %s: first character %s exceeds '7' (overflows 128 bits)", ErrInvalidID, quote(s), QuoteByte(s[0]))
 		}
 		x = ID128{Hi: x.Hi<<5 | x.Lo>>59, Lo: x.Lo<<5 | uint64(v)}
 	}

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/snowchaos/snowchaos/server"
 	"github.com/snowchaos/snowchaos/verify"
 	"github.com/snowchaos/snowchaos/verify/sink"
 )
@@ -33,18 +35,24 @@ bare ID, a JSON string, a JSON array, or {"id":..} / {"ids":[..]}: the
 response bodies of snowchaos serve forward as they are), optionally
 ?stream=LABEL (batches of one sequential stream, sent in order) and
 &issuer=NAME[&incarnation=N]; GET /v1/totals; POST /v1/stop; /metrics.
-It prints "listening on ADDR" and runs until SIGINT, SIGTERM, POST /v1/stop
-or --duration. Without --listen it reads the same lines on standard input
-until it ends (or a signal stops it: exit 2 unless something was found).
-Either way it then prints its report.
+It prints "listening on ADDR" (on stderr with --json) and runs until
+SIGINT, SIGTERM, POST /v1/stop or --duration. Bodies are verified as they
+stream in; --max-requests bounds those read at once (others wait, then get
+503) and --max-conns the connections, so its memory stays bounded.
+Without --listen it reads the same lines on standard input until it ends
+(or a signal stops it: exit 2 unless something was found). Either way it
+then prints its report.
 
 Every bad line is counted and named (batch, line, value); the valid lines
 beside it are still verified. Metrics (snowchaos_verify_*) are on /metrics
 of --listen, and of --metrics-listen when set.
 
+With --json, standard output holds the JSON report and nothing else.
+
 Exit codes: 0 every ID unique and in order, no bad line and at least
 --expect-ids IDs; 1 a duplicate, order or restart violation; 2 a bad line,
-fewer IDs than --expect-ids, or bad flags.
+a body or input cut off part way, fewer IDs than --expect-ids, or bad
+flags.
 
 flags:
 `
@@ -59,7 +67,7 @@ type verifyFlags struct {
 	progress      time.Duration
 	stream        string
 	issuer        string
-	maxBody       int64
+	http          sink.HTTPConfig
 	maxLine       int
 	maxDetails    int
 	jsonOut       bool
@@ -84,7 +92,12 @@ func runVerifyIn(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	fs.DurationVar(&f.progress, "progress", 0, "print the running totals to stderr this often (0: never)")
 	fs.StringVar(&f.stream, "stream", "", "standard input is one sequential stream with this label (its IDs must increase)")
 	fs.StringVar(&f.issuer, "issuer", "", "the issuer of standard input's IDs (default: a Snowflake's node field, else \"sink\")")
-	fs.Int64Var(&f.maxBody, "max-body", sink.DefaultMaxBody, "largest request body, bytes (1 KiB..1 GiB)")
+	fs.Int64Var(&f.http.MaxBody, "max-body", sink.DefaultMaxBody, "largest request body, bytes (1 KiB..1 GiB); bodies are verified as they stream in")
+	fs.IntVar(&f.http.MaxRequests, "max-requests", sink.DefaultMaxRequests, fmt.Sprintf("request bodies read and verified at once (1..%d); another waits for a slot up to --request-timeout, then gets 503", sink.MaxRequestsLimit))
+	fs.IntVar(&f.http.MaxConns, "max-conns", 0, fmt.Sprintf("connections kept open at most; at the limit the longest-idle one is closed, and when none is idle a new one gets 503 (0: %d, or the open-file limit less 64 when lower)", sink.DefaultMaxConns))
+	fs.DurationVar(&f.http.ReadHeaderTimeout, "read-header-timeout", server.DefaultReadHeaderTimeout, "time to read a request's headers (at most 10m), as snowchaos serve")
+	fs.DurationVar(&f.http.RequestTimeout, "request-timeout", sink.DefaultRequestTimeout, "time to read and verify one body, and, apart, the longest wait for a slot (at most 10m)")
+	fs.DurationVar(&f.http.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "how long an idle keep-alive connection stays open (at most 1h), as snowchaos serve")
 	fs.IntVar(&f.maxLine, "max-line", 4<<20, "longest line, bytes (64..1 GiB)")
 	fs.IntVar(&f.maxDetails, "max-details", 20, "findings listed in the report (0..10000)")
 	fs.BoolVar(&f.jsonOut, "json", false, "print the report as JSON")
@@ -109,19 +122,24 @@ func runVerifyIn(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return exitInvalid
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(s.Collector())
+	reg.MustRegister(s.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// With --json, standard output is the report's alone.
+	notes := stdout
+	if f.jsonOut {
+		notes = stderr
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var servers []*http.Server
+	var servers []*sink.Server
 	if f.metricsListen != "" {
-		srv, addr, err := serveOn(f.metricsListen, metricsMux(reg))
+		srv, err := serveOn(f.metricsListen, metricsMux(reg), f.http, nil)
 		if err != nil {
 			fmt.Fprintf(stderr, "snowchaos verify: --metrics-listen: %v\n", err)
 			return exitInvalid
 		}
 		servers = append(servers, srv)
-		fmt.Fprintf(stdout, "metrics listening on %s\n", addr)
+		fmt.Fprintf(notes, "metrics listening on %s\n", srv.Addr())
 	}
 	if f.progress > 0 {
 		go printProgress(ctx, s, f.progress, stderr)
@@ -129,15 +147,21 @@ func runVerifyIn(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	runErr := error(nil)
 	if f.listen != "" {
 		mux := metricsMux(reg)
-		mux.Handle("/", s.Handler(f.maxBody, cancel))
-		srv, addr, err := serveOn(f.listen, mux)
+		h, err := s.Handler(f.http, cancel)
+		if err != nil { // config checked the bounds
+			fmt.Fprintf(stderr, "snowchaos verify: %v\n", err)
+			shutdown(servers)
+			return exitInvalid
+		}
+		mux.Handle("/", h)
+		srv, err := serveOn(f.listen, mux, f.http, s.Refuse)
 		if err != nil {
 			fmt.Fprintf(stderr, "snowchaos verify: --listen: %v\n", err)
 			shutdown(servers)
 			return exitInvalid
 		}
 		servers = append(servers, srv)
-		fmt.Fprintf(stdout, "listening on %s\n", addr)
+		fmt.Fprintf(notes, "listening on %s\n", srv.Addr())
 		if f.duration > 0 {
 			t := time.AfterFunc(f.duration, cancel)
 			defer t.Stop()
@@ -187,9 +211,20 @@ func (f *verifyFlags) config() (sink.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	h := f.http
 	switch {
-	case f.maxBody < 1<<10 || f.maxBody > 1<<30:
-		return cfg, fmt.Errorf("--max-body %d: want 1024..%d", f.maxBody, 1<<30)
+	case h.MaxBody < 1<<10 || h.MaxBody > 1<<30:
+		return cfg, fmt.Errorf("--max-body %d: want 1024..%d", h.MaxBody, 1<<30)
+	case h.MaxRequests < 1 || h.MaxRequests > sink.MaxRequestsLimit:
+		return cfg, fmt.Errorf("--max-requests %d: want 1..%d", h.MaxRequests, sink.MaxRequestsLimit)
+	case h.MaxConns < 0 || h.MaxConns > server.MaxConnsLimit:
+		return cfg, fmt.Errorf("--max-conns %d: want 0..%d (0: the default)", h.MaxConns, server.MaxConnsLimit)
+	case h.ReadHeaderTimeout <= 0 || h.ReadHeaderTimeout > server.MaxTimeout:
+		return cfg, fmt.Errorf("--read-header-timeout %v: want above 0, at most %v", h.ReadHeaderTimeout, server.MaxTimeout)
+	case h.RequestTimeout <= 0 || h.RequestTimeout > server.MaxTimeout:
+		return cfg, fmt.Errorf("--request-timeout %v: want above 0, at most %v", h.RequestTimeout, server.MaxTimeout)
+	case h.IdleTimeout <= 0 || h.IdleTimeout > server.MaxIdleTimeout:
+		return cfg, fmt.Errorf("--idle-timeout %v: want above 0, at most %v", h.IdleTimeout, server.MaxIdleTimeout)
 	case f.maxLine < 64 || f.maxLine > 1<<30:
 		return cfg, fmt.Errorf("--max-line %d: want 64..%d", f.maxLine, 1<<30)
 	case f.maxDetails < 0 || f.maxDetails > 10000:
@@ -215,25 +250,27 @@ func metricsMux(reg *prometheus.Registry) *http.ServeMux {
 	return mux
 }
 
-// serveOn listens on addr and serves h in the background, with timeouts.
-func serveOn(addr string, h http.Handler) (*http.Server, net.Addr, error) {
+// serveOn listens on addr and serves h there in the background, within
+// the limits and timeouts of cfg.
+func serveOn(addr string, h http.Handler, cfg sink.HTTPConfig, onRefuse func()) (*sink.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
-	go srv.Serve(ln)
-	return srv, ln.Addr(), nil
+	srv, err := sink.Serve(ln, h, cfg, onRefuse)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return srv, nil
 }
 
 // shutdown stops the servers, letting requests in flight finish (bounded).
-func shutdown(servers []*http.Server) {
+func shutdown(servers []*sink.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, s := range servers {
-		if s.Shutdown(ctx) != nil {
-			s.Close()
-		}
+		s.Shutdown(ctx)
 	}
 }
 
@@ -246,8 +283,8 @@ func printProgress(ctx context.Context, s *sink.Sink, every time.Duration, w io.
 			return
 		case <-t.C:
 			tot := s.Totals()
-			fmt.Fprintf(w, "snowchaos verify: %d IDs, %d duplicates, %d order violations, %d restart violations, %d bad lines, %d batches\n",
-				tot.IDs, tot.Duplicates, tot.OrderViolations, tot.RestartViolations, tot.BadLines, tot.Batches)
+			fmt.Fprintf(w, "snowchaos verify: %d IDs, %d duplicates, %d order violations, %d restart violations, %d bad lines, %d batches, %d incomplete, %d refused\n",
+				tot.IDs, tot.Duplicates, tot.OrderViolations, tot.RestartViolations, tot.BadLines, tot.Batches, tot.Incomplete, tot.Refused)
 		}
 	}
 }
@@ -281,6 +318,15 @@ func printReport(w io.Writer, rep sink.Report, expect uint64, code int) {
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "bad input: %v\n", e.Error())
 	}
+	if rep.Incomplete > 0 {
+		fmt.Fprintf(w, "%d batches stopped part way (what they held after that was not verified):\n", rep.Incomplete)
+		for _, e := range rep.IncompleteErrors {
+			fmt.Fprintf(w, "incomplete: %v\n", e.Error())
+		}
+	}
+	if rep.Refused > 0 {
+		fmt.Fprintf(w, "%d requests or connections refused unread (503 or 413): their IDs were verified only if the client sent them again\n", rep.Refused)
+	}
 	if rep.IDs < expect {
 		fmt.Fprintf(w, "expected at least %d IDs, received %d\n", expect, rep.IDs)
 	}
@@ -297,6 +343,8 @@ type verifyReport struct {
 	OrderViolations   uint64   `json:"order_violations"`
 	RestartViolations uint64   `json:"restart_violations"`
 	BadLines          uint64   `json:"bad_lines"`
+	Incomplete        uint64   `json:"incomplete"`
+	Refused           uint64   `json:"refused"`
 	ExpectIDs         uint64   `json:"expect_ids"`
 	MaxLeadNs         int64    `json:"max_lead_ns"`
 	MaxLagNs          int64    `json:"max_lag_ns"`
@@ -308,10 +356,13 @@ type verifyReport struct {
 
 func printJSONReport(w io.Writer, rep sink.Report, expect uint64, code int) {
 	out := verifyReport{Kind: rep.Result.Kind.String(), IDs: rep.IDs, Unique: rep.Result.Unique, Batches: rep.Batches, Duplicates: rep.Duplicates,
-		OrderViolations: rep.OrderViolations, RestartViolations: rep.RestartViolations, BadLines: rep.BadLines, ExpectIDs: expect,
+		OrderViolations: rep.OrderViolations, RestartViolations: rep.RestartViolations, BadLines: rep.BadLines, Incomplete: rep.Incomplete, Refused: rep.Refused, ExpectIDs: expect,
 		MaxLeadNs: int64(rep.Result.Lead.Max), MaxLagNs: int64(rep.Result.Lag.Max),
 		Errors: []string{}, DuplicateIDs: []string{}, Verdict: verdictWord(code), Exit: code}
 	for _, e := range rep.Errors {
+		out.Errors = append(out.Errors, e.Error())
+	}
+	for _, e := range rep.IncompleteErrors {
 		out.Errors = append(out.Errors, e.Error())
 	}
 	for _, d := range rep.Result.DuplicateDetails {

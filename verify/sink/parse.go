@@ -1,10 +1,12 @@
 package sink
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/snowchaos/snowchaos/generator"
 	"github.com/snowchaos/snowchaos/verify"
@@ -15,13 +17,18 @@ var ErrLine = errors.New("sink: bad line")
 
 // LineError is a line that is not what the protocol allows: it names the
 // line (counted from 1 in its body, or in the whole stream for standard
-// input) and quotes the value.
+// input) and quotes the value. Byte positions in Err count from 0: in the
+// line (before trimming) for its JSON syntax, in the quoted value for an
+// ID's own errors. A byte that is not printable ASCII is named as Go
+// escapes it ('\xbe', '\x01'), never as another character.
 type LineError struct {
 	// Batch is the request (or standard-input batch) the line came in,
 	// counted from 1; Line its line number within the request body, or
 	// within the whole input for standard input.
 	Batch, Line int
-	// Value is the offending value (or the whole line), truncated.
+	// Value is the offending value (or the whole line), at most 80 bytes:
+	// verbatim when it is printable UTF-8, else quoted as Go quotes a
+	// string ("\xbe", "\t"), so that every byte is named.
 	Value string
 	// Err says what is wrong; it wraps verify.ErrInvalidID when the value
 	// is not an ID of the sink's kind.
@@ -41,11 +48,48 @@ func (e *LineError) Unwrap() []error { return []error{ErrLine, e.Err} }
 // maxValue caps how much of a bad value an error quotes.
 const maxValue = 80
 
+// clip renders a bad value for a LineError: at most maxValue bytes (cut
+// at a character boundary, "..." marking the cut), verbatim when it is
+// printable UTF-8, else quoted as Go quotes strings ("\xbe", "\t"), so
+// that every byte is named exactly (JSON would turn an invalid byte into
+// U+FFFD, and fmt's %q of a byte would show 0xbe as '¾').
 func clip(b []byte) string {
-	if len(b) > maxValue {
-		return string(b[:maxValue]) + "..."
+	cut := len(b) > maxValue
+	if cut {
+		n := maxValue
+		for n > maxValue-utf8.UTFMax && !utf8.RuneStart(b[n]) {
+			n--
+		}
+		b = b[:n]
 	}
-	return string(b)
+	s := string(b)
+	if !printable(s) {
+		s = strconv.Quote(s)
+	}
+	if cut {
+		s += "..."
+	}
+	return s
+}
+
+// quoted quotes s as Go does, its first maxValue bytes at most.
+func quoted(s string) string {
+	if len(s) > maxValue {
+		return strconv.Quote(s[:maxValue]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// printable reports whether s is valid UTF-8 of printable characters.
+func printable(s string) bool {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 || !unicode.IsPrint(r) {
+			return false
+		}
+		i += n
+	}
+	return true
 }
 
 // IDs are the IDs of one batch, in the field of the sink's kind.
@@ -60,6 +104,12 @@ type IDs struct {
 // Len returns the number of IDs.
 func (ids *IDs) Len() int { return len(ids.Snowflakes) + len(ids.Wide) + len(ids.Strings) }
 
+// reset empties ids, keeping their capacity.
+func (ids *IDs) reset() {
+	clear(ids.Strings) // let the strings' buffers go
+	ids.Snowflakes, ids.Wide, ids.Strings = ids.Snowflakes[:0], ids.Wide[:0], ids.Strings[:0]
+}
+
 // Parser turns lines into IDs of one kind. A line is one of:
 //
 //	42                                  a bare ID in its text form
@@ -72,9 +122,12 @@ func (ids *IDs) Len() int { return len(ids.Snowflakes) + len(ids.Wide) + len(ids
 // only: JSON numbers lose precision in JavaScript, so prefer strings). For
 // KindString a line that does not start with '"', '[' or '{' is the ID,
 // verbatim after trimming; send a string starting with one of those, or
-// with spaces at either end, as a JSON string. Everything else is an
-// error naming the value: a JSON value of another shape, an unknown key,
-// trailing text, a value that is not an ID of the kind.
+// with spaces at either end, as a JSON string. JSON strings are decoded as
+// RFC 8259 says, except that an escaped lone surrogate (\ud800) is an
+// error rather than U+FFFD, so that two different inputs never become one
+// ID. Everything else is an error naming the value and the byte: a JSON
+// value of another shape, an unknown key, trailing text, a value that is
+// not an ID of the kind. A Parser is stateless and safe for concurrent use.
 type Parser struct {
 	kind verify.Kind
 }
@@ -86,17 +139,21 @@ func NewParser(kind verify.Kind) *Parser { return &Parser{kind: kind} }
 // a bad line appends none. The error, if any, is a *LineError with Line
 // set to line.
 func (p *Parser) Line(b []byte, line int, dst *IDs) error {
-	b = trim(b)
-	if len(b) == 0 {
+	b = trimRight(b)
+	i := 0
+	for i < len(b) && isTrimmed(b[i]) {
+		i++
+	}
+	if i == len(b) {
 		return nil
 	}
 	n0, n1, n2 := len(dst.Snowflakes), len(dst.Wide), len(dst.Strings)
 	var err error
-	switch b[0] {
+	switch b[i] {
 	case '"', '[', '{':
-		err = p.json(b, dst)
+		err = p.json(b, i, dst)
 	default:
-		err = p.text(b, dst)
+		err = p.text(b[i:], dst)
 	}
 	if err != nil {
 		dst.Snowflakes, dst.Wide, dst.Strings = dst.Snowflakes[:n0], dst.Wide[:n1], dst.Strings[:n2]
@@ -105,17 +162,17 @@ func (p *Parser) Line(b []byte, line int, dst *IDs) error {
 			le.Line = line
 			return le
 		}
-		return &LineError{Line: line, Value: clip(b), Err: err}
+		return &LineError{Line: line, Value: clip(b[i:]), Err: err}
 	}
 	return nil
 }
 
-// trim drops spaces, tabs and carriage returns at both ends.
-func trim(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
+// isTrimmed reports whether c is trimmed from a line's ends.
+func isTrimmed(c byte) bool { return c == ' ' || c == '\t' || c == '\r' }
+
+// trimRight drops spaces, tabs and carriage returns at the end.
+func trimRight(b []byte) []byte {
+	for len(b) > 0 && isTrimmed(b[len(b)-1]) {
 		b = b[:len(b)-1]
 	}
 	return b
@@ -147,23 +204,22 @@ func (p *Parser) text(b []byte, dst *IDs) error {
 	return nil
 }
 
-// json parses a line that starts with '"', '[' or '{'.
-func (p *Parser) json(b []byte, dst *IDs) error {
+// json parses the JSON value at b[i], which starts with '"', '[' or '{'.
+func (p *Parser) json(b []byte, i int, dst *IDs) error {
 	var err error
-	i := 0
-	switch b[0] {
+	switch b[i] {
 	case '"':
-		i, err = p.value(b, 0, dst)
+		i, err = p.value(b, i, dst)
 	case '[':
-		i, err = p.array(b, 0, dst)
+		i, err = p.array(b, i, dst)
 	case '{':
-		i, err = p.object(b, dst)
+		i, err = p.object(b, i, dst)
 	}
 	if err != nil {
 		return err
 	}
 	if i = skipSpace(b, i); i != len(b) {
-		return &LineError{Value: clip(b[i:]), Err: fmt.Errorf("text after the JSON value at byte %d", i)}
+		return &LineError{Value: clip(b[i:]), Err: fmt.Errorf("byte %d is %s: text after the JSON value", i, verify.QuoteByte(b[i]))}
 	}
 	return nil
 }
@@ -175,15 +231,40 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// want says what a JSON value holding an ID may be, for the kind.
+func (p *Parser) want() string {
+	if p.kind == verify.KindSnowflake {
+		return `want an ID as a JSON string ("42") or a JSON integer of digits only (42)`
+	}
+	return `want an ID as a JSON string`
+}
+
+// what names the JSON value (or garbage) that starts with c.
+func what(c byte) string {
+	switch {
+	case c == '-':
+		return "a negative number"
+	case c >= '0' && c <= '9':
+		return "a number"
+	case c == '[':
+		return "an array"
+	case c == '{':
+		return "an object"
+	case c == 'n' || c == 't' || c == 'f':
+		return "not a string (null, true or false?)"
+	}
+	return "not a JSON value"
+}
+
 // value parses a JSON string or (for Snowflakes) number at b[i], appending
 // the ID, and returns the index after it.
 func (p *Parser) value(b []byte, i int, dst *IDs) (int, error) {
 	if i >= len(b) {
-		return i, &LineError{Value: clip(b), Err: errors.New("line ends where an ID was expected")}
+		return i, &LineError{Value: clip(b), Err: fmt.Errorf("the line ends at byte %d where an ID was expected: %s", i, p.want())}
 	}
 	switch c := b[i]; {
 	case c == '"':
-		s, n, err := jsonString(b[i:])
+		s, n, err := jsonString(b, i)
 		if err != nil {
 			return i, &LineError{Value: clip(b[i:]), Err: err}
 		}
@@ -194,16 +275,17 @@ func (p *Parser) value(b []byte, i int, dst *IDs) (int, error) {
 			j++
 		}
 		if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
-			return i, &LineError{Value: clip(b[i:]), Err: errors.New("a Snowflake must be an integer")}
+			return i, &LineError{Value: clip(b[i:]), Err: fmt.Errorf("byte %d is %s: a Snowflake must be a JSON integer, without fraction or exponent", j, verify.QuoteByte(b[j]))}
 		}
 		return j, p.text(b[i:j], dst)
 	default:
-		return i, &LineError{Value: clip(b[i:]), Err: fmt.Errorf("byte %d is %q: want an ID as a JSON string", i, c)}
+		return i, &LineError{Value: clip(b[i:]), Err: fmt.Errorf("byte %d is %s (%s): %s", i, verify.QuoteByte(c), what(c), p.want())}
 	}
 }
 
 // array parses a JSON array of IDs at b[i].
 func (p *Parser) array(b []byte, i int, dst *IDs) (int, error) {
+	open := i
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1, nil
@@ -215,7 +297,7 @@ func (p *Parser) array(b []byte, i int, dst *IDs) (int, error) {
 		}
 		i = skipSpace(b, i)
 		if i >= len(b) {
-			return i, &LineError{Value: clip(b), Err: errors.New("unterminated JSON array")}
+			return i, &LineError{Value: clip(b[open:]), Err: fmt.Errorf("the JSON array at byte %d is not closed: want ',' or ']' at byte %d, where the line ends", open, i)}
 		}
 		switch b[i] {
 		case ',':
@@ -223,21 +305,25 @@ func (p *Parser) array(b []byte, i int, dst *IDs) (int, error) {
 		case ']':
 			return i + 1, nil
 		default:
-			return i, &LineError{Value: clip(b[i:]), Err: fmt.Errorf("byte %d is %q: want ',' or ']'", i, b[i])}
+			return i, &LineError{Value: clip(b[i:]), Err: fmt.Errorf("byte %d is %s: want ',' or ']'", i, verify.QuoteByte(b[i]))}
 		}
 	}
 }
 
-// object parses {"id": ID} or {"ids": [ID, ...]}.
-func (p *Parser) object(b []byte, dst *IDs) (int, error) {
-	i := skipSpace(b, 1)
-	key, n, err := jsonString(b[i:])
+// object parses {"id": ID} or {"ids": [ID, ...]} at b[i].
+func (p *Parser) object(b []byte, i int, dst *IDs) (int, error) {
+	open := i
+	i = skipSpace(b, i+1)
+	if i >= len(b) || b[i] != '"' {
+		return i, &LineError{Value: clip(b[open:]), Err: fmt.Errorf(`%s: want a key "id" or "ids"`, at(b, i))}
+	}
+	key, n, err := jsonString(b, i)
 	if err != nil {
-		return i, &LineError{Value: clip(b[i:]), Err: fmt.Errorf("want a key \"id\" or \"ids\": %w", err)}
+		return i, &LineError{Value: clip(b[i:]), Err: fmt.Errorf(`want a key "id" or "ids": %w`, err)}
 	}
 	i = skipSpace(b, i+n)
 	if i >= len(b) || b[i] != ':' {
-		return i, &LineError{Value: clip(b), Err: errors.New("want ':' after the key")}
+		return i, &LineError{Value: clip(b[open:]), Err: fmt.Errorf("%s: want ':' after the key", at(b, i))}
 	}
 	i = skipSpace(b, i+1)
 	switch string(key) {
@@ -245,47 +331,125 @@ func (p *Parser) object(b []byte, dst *IDs) (int, error) {
 		i, err = p.value(b, i, dst)
 	case "ids":
 		if i >= len(b) || b[i] != '[' {
-			return i, &LineError{Value: clip(b[i:]), Err: errors.New(`"ids" must be an array`)}
+			return i, &LineError{Value: clip(b[min(i, len(b)):]), Err: fmt.Errorf(`%s: "ids" must be an array`, at(b, i))}
 		}
 		i, err = p.array(b, i, dst)
 	default:
-		return i, &LineError{Value: clip(key), Err: fmt.Errorf("unknown key %q (want \"id\" or \"ids\")", key)}
+		return i, &LineError{Value: clip(key), Err: fmt.Errorf("unknown key %s (want \"id\" or \"ids\")", quoted(string(key)))}
 	}
 	if err != nil {
 		return i, err
 	}
 	i = skipSpace(b, i)
 	if i >= len(b) || b[i] != '}' {
-		return i, &LineError{Value: clip(b[min(i, len(b)):]), Err: errors.New("want '}' after the value (one key per object)")}
+		return i, &LineError{Value: clip(b[min(i, len(b)):]), Err: fmt.Errorf("%s: want '}' after the value (one key per object)", at(b, i))}
 	}
 	return i + 1, nil
 }
 
-// jsonString decodes the JSON string at the start of b and returns its
-// content and length in b. Without escapes the content aliases b;
-// escapes are decoded by encoding/json, so the rules are JSON's exactly.
-func jsonString(b []byte) ([]byte, int, error) {
-	if len(b) == 0 || b[0] != '"' {
-		return nil, 0, errors.New("want a JSON string")
+// at names byte i of b, or the end of the line when i is past it.
+func at(b []byte, i int) string {
+	if i >= len(b) {
+		return fmt.Sprintf("the line ends at byte %d", i)
 	}
-	esc := false
-	for j := 1; j < len(b); j++ {
+	return fmt.Sprintf("byte %d is %s", i, verify.QuoteByte(b[i]))
+}
+
+// jsonString decodes the JSON string at b[i] (a '"') and returns its
+// content and its length in b. Without escapes the content aliases b;
+// with escapes it is a new slice. Bytes of 0x80 and above pass through
+// as they are (the kind's parser judges them); an escaped lone surrogate
+// is an error, not U+FFFD. Errors name the byte.
+func jsonString(b []byte, i int) ([]byte, int, error) {
+	var out []byte // nil until the first escape
+	from := i + 1  // the next byte not yet copied to out
+	for j := i + 1; j < len(b); j++ {
 		switch c := b[j]; {
-		case c == '\\':
-			esc = true
-			j++
 		case c == '"':
-			if !esc {
-				return b[1:j], j + 1, nil
+			if out == nil {
+				return b[i+1 : j], j + 1 - i, nil
 			}
-			var s string
-			if err := json.Unmarshal(b[:j+1], &s); err != nil {
-				return nil, 0, fmt.Errorf("bad JSON string: %w", err)
-			}
-			return []byte(s), j + 1, nil
+			return append(out, b[from:j]...), j + 1 - i, nil
 		case c < 0x20:
-			return nil, 0, fmt.Errorf("control character %s in a JSON string", strconv.QuoteRune(rune(c)))
+			return nil, 0, fmt.Errorf("byte %d is %s: a control character inside a JSON string (escape it)", j, verify.QuoteByte(c))
+		case c == '\\':
+			out = append(out, b[from:j]...)
+			r, n, err := unescape(b, j)
+			if err != nil {
+				return nil, 0, err
+			}
+			out = utf8.AppendRune(out, r)
+			j += n - 1
+			from = j + 1
 		}
 	}
-	return nil, 0, errors.New("unterminated JSON string")
+	return nil, 0, fmt.Errorf("the JSON string at byte %d is not closed", i)
+}
+
+// unescape decodes the escape at b[j] (a '\'), returning the character
+// and the escape's length.
+func unescape(b []byte, j int) (rune, int, error) {
+	if j+1 >= len(b) {
+		return 0, 0, fmt.Errorf("the line ends inside the escape at byte %d", j)
+	}
+	switch c := b[j+1]; c {
+	case '"', '\\', '/':
+		return rune(c), 2, nil
+	case 'b':
+		return '\b', 2, nil
+	case 'f':
+		return '\f', 2, nil
+	case 'n':
+		return '\n', 2, nil
+	case 'r':
+		return '\r', 2, nil
+	case 't':
+		return '\t', 2, nil
+	case 'u':
+		r, err := hex4(b, j)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !utf16.IsSurrogate(r) {
+			return r, 6, nil
+		}
+		if r < 0xdc00 && j+7 < len(b) && b[j+6] == '\\' && b[j+7] == 'u' {
+			if lo, err := hex4(b, j+6); err == nil {
+				if dec := utf16.DecodeRune(r, lo); dec != utf8.RuneError {
+					return dec, 12, nil
+				}
+			}
+		}
+		return 0, 0, fmt.Errorf("the escape at byte %d, %s, is a lone UTF-16 surrogate: not a character", j, b[j:j+6])
+	default:
+		return 0, 0, fmt.Errorf("byte %d is %s: not a JSON escape (want one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)", j+1, verify.QuoteByte(c))
+	}
+}
+
+// hex4 reads the four hex digits of the \u escape at b[j].
+func hex4(b []byte, j int) (rune, error) {
+	var r rune
+	for k := j + 2; k < j+6; k++ {
+		if k >= len(b) {
+			return 0, fmt.Errorf("the line ends inside the escape at byte %d", j)
+		}
+		v, ok := hexDigit(b[k])
+		if !ok {
+			return 0, fmt.Errorf("byte %d is %s: want 4 hex digits after \\u", k, verify.QuoteByte(b[k]))
+		}
+		r = r<<4 | rune(v)
+	}
+	return r, nil
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }

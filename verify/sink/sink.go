@@ -65,7 +65,10 @@ const maxLabel = 200
 type Sink struct {
 	cfg    Config
 	parser *Parser
-	mu     struct {
+	// bufSize is the buffer lines are read through (readBufSize; tests
+	// make it small to reach the paths of long lines).
+	bufSize int
+	mu      struct {
 		sync.Mutex
 		v        *verify.Verifier
 		streams  map[string]uint64
@@ -75,6 +78,11 @@ type Sink struct {
 		batches  int
 		badLines uint64
 		errs     []LineError
+		// incomplete counts batches that stopped part way, incompletes
+		// keeps the first; refused counts requests refused unread.
+		incomplete  uint64
+		incompletes []IncompleteError
+		refused     uint64
 	}
 }
 
@@ -105,7 +113,7 @@ func New(cfg Config) (*Sink, error) {
 	if cfg.Now == nil {
 		cfg.Now = func() int64 { return 0 }
 	}
-	s := &Sink{cfg: cfg, parser: NewParser(cfg.Kind)}
+	s := &Sink{cfg: cfg, parser: NewParser(cfg.Kind), bufSize: readBufSize}
 	s.mu.v = verify.New(verify.Config{Kind: cfg.Kind, Layout: cfg.Layout, MaxDetails: cfg.MaxDetails})
 	s.mu.streams = map[string]uint64{}
 	s.mu.issuers = map[Labels]verify.IssuerID{}
@@ -144,128 +152,331 @@ type Source struct {
 	Request bool
 }
 
+// IncompleteError is a batch that stopped part way: reading its input
+// failed (the client went away, a deadline, a size bound) or its node
+// fields needed more issuers than MaxIssuers. Its lines before Line were
+// verified and counted; Line and the lines after it were not. The batch
+// counts in Totals.Incomplete.
+type IncompleteError struct {
+	// Batch is the request's batch number (0 for standard input); First
+	// the number of the batch's first line.
+	Batch, First int
+	// Line is the first line not verified, numbered as LineError.Line;
+	// Byte where reading stopped, counted from 0 at the batch's first
+	// byte (for a bound, the first byte of Line).
+	Line int
+	Byte int64
+	// Err is the cause: the reader's error or the bound's.
+	Err error
+}
+
+func (e *IncompleteError) Error() string {
+	where := "sink: "
+	if e.Batch > 0 {
+		where = fmt.Sprintf("sink: batch %d: ", e.Batch)
+	}
+	done := "no line was verified"
+	if e.Line > e.First {
+		done = fmt.Sprintf("lines %d to %d were verified", e.First, e.Line-1)
+	}
+	return fmt.Sprintf("%sstopped at line %d, byte %d: %v; %s, line %d and after were not", where, e.Line, e.Byte, e.Err, done, e.Line)
+}
+
+// Unwrap returns the cause.
+func (e *IncompleteError) Unwrap() error { return e.Err }
+
 // Ingest verifies one batch of lines, as received now: body holds whole
-// lines (the last may lack its newline). The lines that parse are
-// verified even when others do not; every bad line is counted and the
-// first are kept. The error is non-nil only when a label is out of
-// bounds, and nothing is verified then.
+// lines (the last may lack its newline). It is IngestFrom over body.
 func (s *Sink) Ingest(body []byte, src Source) (BatchResult, error) {
-	start := s.cfg.Now()
-	var res BatchResult
-	var ids IDs
-	var errs []LineError
-	line := max(src.FirstLine, 1)
-	for len(body) > 0 {
-		b := body
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			b, body = body[:i], body[i+1:]
-		} else {
-			body = nil
-		}
-		var err error
-		if len(b) > s.cfg.MaxLineBytes {
-			err = &LineError{Line: line, Value: clip(b), Err: fmt.Errorf("line longer than %d bytes", s.cfg.MaxLineBytes)}
-		} else {
-			err = s.parser.Line(b, line, &ids)
-		}
-		if err != nil {
-			res.BadLines++
-			var le *LineError
-			if errors.As(err, &le) && len(errs) < s.cfg.MaxErrors {
-				errs = append(errs, *le)
-			}
-		}
-		line++
+	return s.IngestFrom(bytes.NewReader(body), src)
+}
+
+// IngestFrom verifies the lines of r as one batch, as they arrive. It
+// reads r through a 64 KiB buffer and verifies its IDs every few thousand
+// (chunkIDs), so its memory does not grow with r's length: a line longer
+// than the buffer is gathered whole up to MaxLineBytes and its rest
+// skipped, and a line's IDs are verified together. The lines that parse
+// are verified even when others do not; every bad line is counted and
+// the first are kept. IDs are verified as received at the moment their
+// chunk is verified (Config.Now).
+//
+// The error is nil when r ended (io.EOF); a label error when a label is
+// out of bounds (nothing verified); or an *IncompleteError when reading r
+// failed part way or a bound on issuers was reached: the result counts
+// what was verified before it.
+func (s *Sink) IngestFrom(r io.Reader, src Source) (BatchResult, error) {
+	b, err := s.begin(src, false)
+	if err != nil {
+		return BatchResult{}, err
 	}
-	end := s.cfg.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.checkLabelsLocked(src.Labels); err != nil {
-		return res, err
-	}
-	s.mu.batches++
-	res.Batch = s.mu.batches
-	res.IDs = ids.Len()
-	if src.Request {
-		for i := range errs {
-			errs[i].Batch = res.Batch
-		}
-	}
-	res.Errors = errs
-	s.mu.badLines += uint64(res.BadLines)
-	for _, e := range errs {
-		if len(s.mu.errs) >= s.cfg.MaxErrors {
-			break
-		}
-		s.mu.errs = append(s.mu.errs, e)
-	}
-	return res, s.observeLocked(&ids, src.Labels, start, end, &res)
+	_, err = s.read(r, b)
+	return b.res, err
 }
 
 // Consume verifies the lines of r as they arrive, until r ends: what has
 // arrived is verified whenever reading would wait (so a pipe is verified
-// live) or a megabyte has gathered. Lines are numbered across the whole
-// input; a line over MaxLineBytes is reported as such and its rest
-// skipped. It returns the number of lines and the first error reading r
-// or from Ingest; bad lines are counted, not returned.
+// live) or a chunk has gathered, each such piece a batch. Lines are
+// numbered across the whole input; a line over MaxLineBytes is reported
+// as such and its rest skipped. It returns the number of lines, and nil
+// at the end of r, else an *IncompleteError or a label error; bad lines
+// are counted, not returned.
 func (s *Sink) Consume(r io.Reader, l Labels) (lines int, err error) {
-	br := bufio.NewReaderSize(r, 256<<10)
-	var batch []byte
-	first := 1
-	lineStart := 0    // where the current line starts in batch
-	skipping := false // discarding the rest of an over-long line
-	flush := func() error {
-		// Only whole lines: keep a partial last line for the next batch.
-		cut := lineStart
-		if cut == 0 {
-			return nil
+	b, err := s.begin(Source{Labels: l}, true)
+	if err != nil {
+		return 0, err
+	}
+	return s.read(r, b)
+}
+
+// Chunking and buffering of the lines read.
+const (
+	// chunkIDs is how many IDs a batch gathers before verifying them.
+	chunkIDs = 8192
+	// chunkBytes bounds the bytes of string IDs gathered.
+	chunkBytes = 256 << 10
+	// readBufSize is the buffer lines are read through.
+	readBufSize = 64 << 10
+)
+
+// batch is a batch being read: its labels resolved, its counts.
+type batch struct {
+	src    Source
+	live   bool // standard input: each verified piece is a batch
+	called bool // a piece was verified
+	stream uint64
+	// issuer is the batch's issuer, unless byNode: Snowflakes without an
+	// issuer label are issued by "node-N" after their node field.
+	issuer verify.IssuerID
+	byNode bool
+	res    BatchResult
+}
+
+// begin checks a batch's labels and registers its stream and issuer,
+// before anything is read, and numbers the batch.
+func (s *Sink) begin(src Source, live bool) (*batch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := src.Labels
+	if err := s.checkLabelsLocked(l); err != nil {
+		return nil, err
+	}
+	b := &batch{src: src, live: live, byNode: l.Issuer == "" && s.cfg.Kind == verify.KindSnowflake}
+	if !b.byNode {
+		if l.Issuer == "" {
+			l.Issuer = "sink"
 		}
-		_, err := s.Ingest(batch[:cut], Source{Labels: l, FirstLine: first})
-		first += bytes.Count(batch[:cut], []byte{'\n'})
-		batch = append(batch[:0], batch[cut:]...)
-		lineStart = 0
-		return err
+		is, err := s.issuerLocked(l)
+		if err != nil {
+			return nil, err
+		}
+		b.issuer = is
+	}
+	if l.Stream != "" {
+		var ok bool
+		if b.stream, ok = s.mu.streams[l.Stream]; !ok {
+			b.stream = uint64(len(s.mu.streams) + 1)
+			s.mu.streams[l.Stream] = b.stream
+		}
+	}
+	if !live { // a live batch is numbered as each piece is verified
+		s.mu.batches++
+		b.res.Batch = s.mu.batches
+	}
+	return b, nil
+}
+
+// errBatch is the batch number errors name: 0 unless the batch is a
+// request.
+func (b *batch) errBatch() int {
+	if b.src.Request {
+		return b.res.Batch
+	}
+	return 0
+}
+
+// reader is the state of one batch being read, kept in a pool.
+type reader struct {
+	br    *bufio.Reader
+	long  []byte // a line longer than br's buffer, gathered
+	ids   IDs    // the chunk's IDs
+	arena []byte // the bytes of its string IDs
+	bad   int    // its bad lines
+	errs  []LineError
+}
+
+var readers = sync.Pool{New: func() any { return &reader{br: bufio.NewReaderSize(nil, readBufSize)} }}
+
+// getReader returns a reader of r through size bytes.
+func getReader(r io.Reader, size int) *reader {
+	if size != readBufSize {
+		return &reader{br: bufio.NewReaderSize(r, size)}
+	}
+	rd := readers.Get().(*reader)
+	rd.br.Reset(r)
+	return rd
+}
+
+// putReader returns rd to the pool, dropping what a long line grew.
+func putReader(rd *reader) {
+	if rd.br.Size() != readBufSize {
+		return
+	}
+	rd.br.Reset(nil)
+	rd.clear()
+	if cap(rd.long) > readBufSize {
+		rd.long = nil
+	}
+	if max(cap(rd.ids.Snowflakes), cap(rd.ids.Wide), cap(rd.ids.Strings)) > 2*chunkIDs {
+		rd.ids = IDs{}
+	}
+	if cap(rd.arena) > 2*chunkBytes {
+		rd.arena = nil
+	}
+	readers.Put(rd)
+}
+
+// clear empties the chunk.
+func (rd *reader) clear() {
+	rd.ids.reset()
+	rd.arena, rd.bad, rd.errs = rd.arena[:0], 0, rd.errs[:0]
+}
+
+// nextLine returns the next line without its newline, valid until the
+// next call: all of it, or its first max+1 bytes when it is longer than
+// max. n counts the bytes it consumed, the newline too. It returns
+// io.EOF after the last line; any other error is reading's, and n then
+// counts the bytes of the unfinished line that arrived.
+func (rd *reader) nextLine(max int) (line []byte, n int64, err error) {
+	rd.long = rd.long[:0]
+	long := false
+	for {
+		frag, err := rd.br.ReadSlice('\n')
+		n += int64(len(frag))
+		switch {
+		case err == nil || errors.Is(err, io.EOF) && n > 0:
+			if err == nil {
+				frag = frag[:len(frag)-1]
+			}
+			if !long {
+				return frag, n, nil
+			}
+			rd.long = append(rd.long, frag[:min(len(frag), max+1-len(rd.long))]...)
+			return rd.long, n, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			long = true
+			rd.long = append(rd.long, frag[:min(len(frag), max+1-len(rd.long))]...)
+		default:
+			return nil, n, err
+		}
+	}
+}
+
+// read reads r into b, verifying each chunk as it fills and, when live,
+// whatever has arrived whenever reading would wait. It returns the number
+// of lines read.
+func (s *Sink) read(r io.Reader, b *batch) (int, error) {
+	rd := getReader(r, s.bufSize)
+	defer putReader(rd)
+	first := max(b.src.FirstLine, 1)
+	line, off := first, int64(0)
+	chunkLine, chunkOff := line, off // the chunk's first line and byte
+	stop := func(at int, by int64, err error) (int, error) {
+		ie := &IncompleteError{Batch: b.errBatch(), First: first, Line: at, Byte: by, Err: err}
+		s.mu.Lock()
+		s.mu.incomplete++
+		if len(s.mu.incompletes) < s.cfg.MaxErrors {
+			s.mu.incompletes = append(s.mu.incompletes, *ie)
+		}
+		s.mu.Unlock()
+		return line - first, ie
+	}
+	flush := func() error {
+		if err := s.flush(b, rd); err != nil {
+			return err
+		}
+		chunkLine, chunkOff = line, off
+		return nil
 	}
 	for {
-		b, rerr := br.ReadSlice('\n')
-		if rerr != nil && !errors.Is(rerr, bufio.ErrBufferFull) && !errors.Is(rerr, io.EOF) {
+		text, n, err := rd.nextLine(s.cfg.MaxLineBytes)
+		if err != nil {
+			pending := line > chunkLine
+			if pending || !b.called && !b.live {
+				if ferr := flush(); ferr != nil {
+					return stop(chunkLine, chunkOff, ferr)
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				return line - first, nil
+			}
+			return stop(line, off+n, err)
+		}
+		s.parse(rd, text, line)
+		line, off = line+1, off+n
+		if rd.ids.Len() >= chunkIDs || len(rd.arena) >= chunkBytes || b.live && rd.br.Buffered() == 0 {
 			if err := flush(); err != nil {
-				return first - 1, err
-			}
-			return first - 1, fmt.Errorf("sink: reading line %d: %w", first+bytes.Count(batch, []byte{'\n'}), rerr)
-		}
-		if !skipping {
-			batch = append(batch, b...)
-			if len(batch)-lineStart > s.cfg.MaxLineBytes+1 {
-				// Keep enough for Ingest to report it; drop the rest.
-				batch = batch[:lineStart+s.cfg.MaxLineBytes+1]
-				skipping = true
-			}
-		}
-		if rerr == nil {
-			if skipping {
-				batch = append(batch, '\n')
-				skipping = false
-			}
-			lineStart = len(batch)
-		}
-		if errors.Is(rerr, io.EOF) {
-			partial := len(batch) > lineStart // a last line without a newline
-			lineStart = len(batch)
-			if err := flush(); err != nil {
-				return first - 1, err
-			}
-			if partial {
-				first++
-			}
-			return first - 1, nil
-		}
-		if br.Buffered() == 0 || lineStart >= 1<<20 {
-			if err := flush(); err != nil {
-				return first - 1, err
+				return stop(chunkLine, chunkOff, err)
 			}
 		}
 	}
+}
+
+// parse parses one line into rd's chunk.
+func (s *Sink) parse(rd *reader, text []byte, line int) {
+	var err error
+	if len(text) > s.cfg.MaxLineBytes {
+		err = &LineError{Line: line, Value: clip(text), Err: fmt.Errorf("line longer than %d bytes", s.cfg.MaxLineBytes)}
+	} else {
+		n := len(rd.ids.Strings)
+		err = s.parser.Line(text, line, &rd.ids)
+		// The strings point into text, which the next read overwrites:
+		// copy them to the chunk's arena (an arena that grows leaves the
+		// strings made before on its old array, which stays alive).
+		for i := n; i < len(rd.ids.Strings); i++ {
+			at := len(rd.arena)
+			rd.arena = append(rd.arena, rd.ids.Strings[i]...)
+			rd.ids.Strings[i] = bytesString(rd.arena[at:])
+		}
+	}
+	if err != nil {
+		rd.bad++
+		var le *LineError
+		if errors.As(err, &le) && len(rd.errs) < s.cfg.MaxErrors {
+			rd.errs = append(rd.errs, *le)
+		}
+	}
+}
+
+// flush verifies the chunk gathered in rd, as received now, and counts
+// its bad lines; each piece of a live batch takes a new batch number. It fails, verifying and counting nothing of the chunk, when
+// its node fields would need more issuers than MaxIssuers allows.
+func (s *Sink) flush(b *batch, rd *reader) error {
+	defer rd.clear()
+	now := s.cfg.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b.live {
+		s.mu.batches++
+		b.res.Batch = s.mu.batches
+	}
+	if err := s.observeLocked(b, &rd.ids, now); err != nil {
+		return err
+	}
+	b.called = true
+	b.res.BadLines += rd.bad
+	s.mu.badLines += uint64(rd.bad)
+	for _, e := range rd.errs {
+		if b.src.Request {
+			e.Batch = b.res.Batch
+		}
+		if len(b.res.Errors) < s.cfg.MaxErrors {
+			b.res.Errors = append(b.res.Errors, e)
+		}
+		if len(s.mu.errs) < s.cfg.MaxErrors {
+			s.mu.errs = append(s.mu.errs, e)
+		}
+	}
+	return nil
 }
 
 // checkLabelsLocked checks a batch's labels before anything is counted.
@@ -282,33 +493,21 @@ func (s *Sink) checkLabelsLocked(l Labels) error {
 	return nil
 }
 
-// observeLocked feeds a batch's IDs to the Verifier under the labels, as
-// one call per run of IDs of one issuer.
-func (s *Sink) observeLocked(ids *IDs, l Labels, start, end int64, res *BatchResult) error {
-	var stream uint64
-	if l.Stream != "" {
-		var ok bool
-		if stream, ok = s.mu.streams[l.Stream]; !ok {
-			stream = uint64(len(s.mu.streams) + 1)
-			s.mu.streams[l.Stream] = stream
-		}
-	}
-	o := verify.Observation{Stream: stream, RefStart: start, RefEnd: end}
+// observeLocked feeds a chunk's IDs to the Verifier, received at now, as
+// one call per run of IDs of one issuer (an empty chunk is one call). It
+// registers the node issuers the chunk needs first, and fails before
+// verifying anything when they would pass MaxIssuers.
+func (s *Sink) observeLocked(b *batch, ids *IDs, now int64) error {
+	res := &b.res
+	o := verify.Observation{Stream: b.stream, RefStart: now, RefEnd: now}
 	add := func(f verify.Found) {
 		res.Duplicates += f.Duplicates
 		res.OrderViolations += f.OrderViolations
 		res.RestartViolations += f.RestartViolations
 	}
 	v := s.mu.v
-	if l.Issuer != "" || s.cfg.Kind != verify.KindSnowflake {
-		if l.Issuer == "" {
-			l.Issuer = "sink"
-		}
-		is, err := s.issuerLocked(l)
-		if err != nil {
-			return err
-		}
-		o.Issuer = is
+	if !b.byNode {
+		o.Issuer = b.issuer
 		switch {
 		case s.cfg.Kind == verify.KindSnowflake:
 			o.IDs = ids.Snowflakes
@@ -318,36 +517,42 @@ func (s *Sink) observeLocked(ids *IDs, l Labels, start, end int64, res *BatchRes
 		default:
 			add(v.ObserveWide(o, ids.Wide))
 		}
+		res.IDs += ids.Len()
 		return nil
 	}
 	// Snowflakes without an issuer: one call per run of one node field.
 	all := ids.Snowflakes
 	if len(all) == 0 {
-		o.Issuer, _ = s.nodeLocked(-1) // an empty batch is a call too
+		is, err := s.nodeLocked(-1)
+		if err != nil {
+			return err
+		}
+		o.Issuer = is
 		add(v.Observe(o))
 		return nil
 	}
 	nodeOf := func(id generator.ID) int64 {
 		return int64(uint64(id)&^(1<<63)>>s.cfg.Layout.SeqBits) & s.cfg.Layout.MaxNode()
 	}
-	lastNode, is := int64(-2), verify.IssuerID(0)
+	for i, last := 0, int64(-2); i < len(all); i++ { // every node first: all or nothing
+		if node := nodeOf(all[i]); node != last {
+			if _, err := s.nodeLocked(node); err != nil {
+				return err
+			}
+			last = node
+		}
+	}
 	for i := 0; i < len(all); {
 		node := nodeOf(all[i])
 		j := i + 1
 		for j < len(all) && nodeOf(all[j]) == node {
 			j++
 		}
-		if node != lastNode {
-			var err error
-			if is, err = s.nodeLocked(node); err != nil {
-				return err
-			}
-			lastNode = node
-		}
-		o.Issuer, o.IDs = is, all[i:j]
+		o.Issuer, o.IDs = s.mu.nodes[node], all[i:j]
 		add(v.Observe(o))
 		i = j
 	}
+	res.IDs += len(all)
 	return nil
 }
 
@@ -400,6 +605,13 @@ type Totals struct {
 	BadLines uint64
 	// Duplicates, OrderViolations and RestartViolations count findings.
 	Duplicates, OrderViolations, RestartViolations uint64
+	// Incomplete counts batches that stopped part way (IncompleteError):
+	// some of what was sent was not verified.
+	Incomplete uint64
+	// Refused counts requests refused before their body was read (a
+	// connection or request limit, a body too large): the client was
+	// told, and its IDs were not verified unless it sent them again.
+	Refused uint64
 }
 
 // Totals returns the running counts.
@@ -408,15 +620,25 @@ func (s *Sink) Totals() Totals {
 	defer s.mu.Unlock()
 	p := s.mu.v.Progress()
 	return Totals{Batches: s.mu.batches, IDs: p.IDs, BadLines: s.mu.badLines,
-		Duplicates: p.Duplicates, OrderViolations: p.OrderViolations, RestartViolations: p.RestartViolations}
+		Duplicates: p.Duplicates, OrderViolations: p.OrderViolations, RestartViolations: p.RestartViolations,
+		Incomplete: s.mu.incomplete, Refused: s.mu.refused}
+}
+
+// Refuse counts a request refused before its body was read (see
+// Totals.Refused).
+func (s *Sink) Refuse() {
+	s.mu.Lock()
+	s.mu.refused++
+	s.mu.Unlock()
 }
 
 // Report is the sink's final word: the totals, the first line errors and
-// the Verifier's full Result.
+// incomplete batches, and the Verifier's full Result.
 type Report struct {
 	Totals
-	Errors []LineError
-	Result verify.Result
+	Errors           []LineError
+	IncompleteErrors []IncompleteError
+	Result           verify.Result
 }
 
 // Report computes the report so far.
@@ -424,24 +646,28 @@ func (s *Sink) Report() Report {
 	t := s.Totals()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Report{Totals: t, Errors: append([]LineError(nil), s.mu.errs...), Result: s.mu.v.Result()}
+	return Report{Totals: t, Errors: append([]LineError(nil), s.mu.errs...),
+		IncompleteErrors: append([]IncompleteError(nil), s.mu.incompletes...), Result: s.mu.v.Result()}
 }
 
 // Exit codes of a sink run, as every snowchaos command uses them.
 const (
 	ExitOK      = 0 // every ID unique and in order, nothing invalid, enough IDs
 	ExitFinding = 1 // a duplicate, an order or a restart violation
-	ExitInvalid = 2 // a bad line, or fewer IDs than expected: no verdict
+	ExitInvalid = 2 // a bad line, an incomplete batch, or fewer IDs than expected: no verdict
 )
 
 // ExitCode maps totals to the exit code: a finding is 1 (even when some
-// input was also invalid); else invalid lines, or fewer than expect IDs
-// (so that a run in which nothing arrived is not green), are 2; else 0.
+// input was also invalid); else invalid lines, incomplete batches, or
+// fewer than expect IDs (so that a run in which nothing arrived is not
+// green) are 2; else 0. Refused requests do not count: their clients
+// were told (a forwarder that does not send them again falls short of
+// expect).
 func (t Totals) ExitCode(expect uint64) int {
 	switch {
 	case t.Duplicates+t.OrderViolations+t.RestartViolations > 0:
 		return ExitFinding
-	case t.BadLines > 0 || t.IDs < expect:
+	case t.BadLines > 0 || t.Incomplete > 0 || t.IDs < expect:
 		return ExitInvalid
 	}
 	return ExitOK

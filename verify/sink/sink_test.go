@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -193,7 +194,11 @@ func TestHTTP(t *testing.T) {
 	s := newSink(t, Config{})
 	stopped := make(chan struct{})
 	var once sync.Once
-	srv := httptest.NewServer(s.Handler(1<<10, func() { once.Do(func() { close(stopped) }) }))
+	h, err := s.Handler(HTTPConfig{MaxBody: 1 << 10}, func() { once.Do(func() { close(stopped) }) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	post := func(q, body string) (int, map[string]any) {
 		t.Helper()
@@ -237,6 +242,11 @@ func TestHTTP(t *testing.T) {
 	}
 	if resp, err := http.Get(srv.URL + "/v1/ids"); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("GET /v1/ids: %v %v", resp, err)
+	}
+	for _, path := range []string{"/v1/totals", "/healthz"} { // HEAD wherever GET works
+		if resp, err := http.Head(srv.URL + path); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("HEAD %s: %v %v", path, resp, err)
+		}
 	}
 	if resp, err := http.Post(srv.URL+"/v1/stop", "", nil); err != nil || resp.StatusCode != 200 {
 		t.Fatal(err)
@@ -292,5 +302,142 @@ func TestConcurrentIngest(t *testing.T) {
 	wg.Wait()
 	if tot := s.Totals(); tot.IDs != 8*50*10 || tot.Duplicates+tot.OrderViolations != 0 || tot.Batches != 400 {
 		t.Fatalf("%+v", tot)
+	}
+}
+
+// pieces reads data in pieces of the sizes seed draws (1 to 64 bytes),
+// then fails with fail when it is non-nil (after failAt bytes), else ends.
+type pieces struct {
+	data   []byte
+	rng    *rand.Rand
+	failAt int
+	fail   error
+}
+
+func (p *pieces) Read(b []byte) (int, error) {
+	limit := len(p.data)
+	if p.fail != nil {
+		limit = p.failAt
+	}
+	if limit == 0 {
+		if p.fail != nil {
+			return 0, p.fail
+		}
+		return 0, io.EOF
+	}
+	n := min(len(b), limit, 1+p.rng.IntN(64))
+	copy(b, p.data[:n])
+	p.data, p.failAt = p.data[n:], p.failAt-n
+	if p.fail == nil {
+		p.failAt = 0
+	}
+	return n, nil
+}
+
+// refBody is the dumb reference for a body: its lines split at '\n' (the
+// last only when not empty), each parsed alone; a duplicate is an ID's
+// canonical text seen before.
+func refBody(kind verify.Kind, body []byte, maxLine int) (ids, bad, dups int) {
+	lines := bytes.Split(body, []byte{'\n'})
+	if len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	seen := map[string]bool{}
+	for i, l := range lines {
+		var got IDs
+		if len(l) > maxLine || NewParser(kind).Line(l, i+1, &got) != nil {
+			bad++
+			continue
+		}
+		for _, x := range texts(kind, &got) {
+			if seen[x] {
+				dups++
+			}
+			seen[x] = true
+			ids++
+		}
+	}
+	return ids, bad, dups
+}
+
+// FuzzIngestStream: a body read in random pieces through a 16-byte buffer
+// (so lines longer than the buffer take the gathering path) gives exactly
+// the counts of its lines parsed one by one; cut off part way, it counts
+// exactly its lines before the cut and names the cut's line and byte.
+func FuzzIngestStream(f *testing.F) {
+	f.Add([]byte("1\n2\n2\nx\n"+strings.Repeat("7", 50)+"\n[3,4]\n"), uint64(1), uint8(0), uint16(5))
+	f.Add([]byte("order-1\n\"order-1\"\n\xbe\n"+strings.Repeat("a", 40)+"\n"), uint64(2), uint8(verify.KindString), uint16(0))
+	f.Add([]byte(`["01ARZ3NDEKTSV4RRFFQ69G5FAV","01ARZ3NDEKTSV4RRFFQ69G5FAV"]`), uint64(3), uint8(verify.KindULID), uint16(30))
+	f.Fuzz(func(t *testing.T, body []byte, seed uint64, k uint8, cut uint16) {
+		const maxLine = 40
+		kind := verify.Kinds()[int(k)%len(verify.Kinds())]
+		s := newSink(t, Config{Kind: kind, MaxLineBytes: maxLine})
+		s.bufSize = 16
+		rng := rand.New(rand.NewPCG(seed, 7))
+		whole := body
+		var fail error
+		if cut > 0 && int(cut) <= len(body) {
+			fail = errors.New("cut")
+			whole = body[:cut]
+			if i := bytes.LastIndexByte(whole, '\n'); i >= 0 {
+				whole = whole[:i+1] // only the lines that arrived whole
+			} else {
+				whole = nil
+			}
+		}
+		res, err := s.IngestFrom(&pieces{data: body, rng: rng, failAt: int(cut), fail: fail}, Source{Request: true})
+		ids, bad, dups := refBody(kind, whole, maxLine)
+		if res.IDs != ids || res.BadLines != bad || res.Duplicates != dups {
+			t.Fatalf("%s %q cut %d: ids %d bad %d dups %d, reference %d %d %d", kind, body, cut, res.IDs, res.BadLines, res.Duplicates, ids, bad, dups)
+		}
+		tot := s.Totals()
+		if tot.IDs != uint64(ids) || tot.BadLines != uint64(bad) || tot.Duplicates != uint64(dups) {
+			t.Fatalf("totals %+v, reference %d %d %d", tot, ids, bad, dups)
+		}
+		if fail == nil {
+			if err != nil || tot.Incomplete != 0 {
+				t.Fatalf("%q: %v, incomplete %d", body, err, tot.Incomplete)
+			}
+			return
+		}
+		var ie *IncompleteError
+		wantLine := bytes.Count(whole, []byte{'\n'}) + 1
+		if !errors.As(err, &ie) || !errors.Is(err, fail) || ie.Line != wantLine || ie.Byte != int64(cut) || ie.Batch != 1 || tot.Incomplete != 1 {
+			t.Fatalf("%q cut at %d: %v (%+v), want line %d byte %d", body, cut, err, ie, wantLine, cut)
+		}
+	})
+}
+
+// TestIngestStopsExactly: a body cut off mid-line reports exactly what was
+// verified and names the line and byte where it stopped; a batch that
+// would pass MaxIssuers stops before its chunk, verifying none of it.
+func TestIngestStopsExactly(t *testing.T) {
+	s := newSink(t, Config{})
+	body := sf(9, 1, 0) + "\n" + sf(9, 1, 0) + "\nbad\n" + sf(9, 1, 1)[:5] // the fourth line is cut
+	res, err := s.IngestFrom(io.MultiReader(strings.NewReader(body), iotest.ErrReader(io.ErrUnexpectedEOF)), Source{Request: true})
+	var ie *IncompleteError
+	if !errors.As(err, &ie) || ie.Line != 4 || ie.Byte != int64(len(body)) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("%v", err)
+	}
+	want := fmt.Sprintf("sink: batch 1: stopped at line 4, byte %d: unexpected EOF; lines 1 to 3 were verified, line 4 and after were not", len(body))
+	if err.Error() != want || res.IDs != 2 || res.Duplicates != 1 || res.BadLines != 1 {
+		t.Fatalf("%v\nwant %s\n%+v", err, want, res)
+	}
+	r := s.Report()
+	if r.Incomplete != 1 || len(r.IncompleteErrors) != 1 || r.ExitCode(0) != ExitFinding {
+		t.Fatalf("%+v", r.Totals)
+	}
+	clean := newSink(t, Config{})
+	clean.IngestFrom(io.MultiReader(strings.NewReader("5\n"), iotest.ErrReader(io.ErrUnexpectedEOF)), Source{})
+	if tot := clean.Totals(); tot.IDs != 1 || tot.Incomplete != 1 || tot.ExitCode(0) != ExitInvalid {
+		t.Fatalf("an incomplete batch must make the run invalid: %+v", tot)
+	}
+
+	// Two issuers at most: node-1, then a chunk with nodes 2 and 3.
+	small := newSink(t, Config{MaxIssuers: 2})
+	small.Ingest([]byte(sf(9, 1, 0)), Source{})
+	res, err = small.Ingest([]byte(sf(9, 2, 0)+"\n"+sf(9, 3, 0)+"\n"), Source{})
+	if !errors.As(err, &ie) || ie.Line != 1 || ie.Byte != 0 || res.IDs != 0 || small.Totals().IDs != 1 {
+		t.Fatalf("%v %+v %+v", err, res, small.Totals())
 	}
 }
