@@ -62,7 +62,7 @@ lint:
 
 ## build: the static CLI binary
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/snowchaos
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(BIN) ./cmd/snowchaos
 
 fmt:
 	gofmt -w .

@@ -367,3 +367,55 @@ func TestBinariesAreStatic(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestDockerfileCheckStage: the check stage (docker build --target check)
+// is snowchaos check on a mounted command: a Debian base with libfaketime
+// (and perl, the clock probe's interpreter) installed, the binary from the
+// build stage, the working directory /work, and an entry point that runs
+// check, so that docker run ... -- CMD checks CMD.
+func TestDockerfileCheckStage(t *testing.T) {
+	ins := parseDockerfile(t, filepath.Join(root, "Dockerfile"))
+	var stage []instruction
+	in := false
+	for _, x := range ins {
+		if x.Cmd == "FROM" {
+			in = strings.HasSuffix(strings.TrimSpace(x.Args), " AS check")
+			continue
+		}
+		if in {
+			stage = append(stage, x)
+		}
+	}
+	if len(stage) == 0 {
+		t.Fatal("no stage named check (FROM ... AS check)")
+	}
+	var run, entry, workdir string
+	copied := false
+	for _, x := range stage {
+		switch x.Cmd {
+		case "RUN":
+			run += x.Args
+		case "ENTRYPOINT":
+			entry = x.Args
+		case "WORKDIR":
+			workdir = x.Args
+		case "COPY":
+			copied = copied || (strings.Contains(x.Args, "--from=build") && strings.HasSuffix(x.Args, "/usr/local/bin/snowchaos"))
+		}
+	}
+	for _, pkg := range []string{"faketime", "libfaketime", "perl"} {
+		if !regexp.MustCompile(`\b` + pkg + `\b`).MatchString(run) {
+			t.Errorf("the check stage does not install %s", pkg)
+		}
+	}
+	if !copied {
+		t.Error("the check stage does not copy /usr/local/bin/snowchaos from the build stage")
+	}
+	var ep []string
+	if err := json.Unmarshal([]byte(entry), &ep); err != nil || len(ep) != 2 || ep[0] != "/usr/local/bin/snowchaos" || ep[1] != "check" {
+		t.Errorf("check stage ENTRYPOINT %s: want [\"/usr/local/bin/snowchaos\", \"check\"]", entry)
+	}
+	if workdir != "/work" {
+		t.Errorf("check stage WORKDIR %q: want /work, where the command is mounted", workdir)
+	}
+}
