@@ -79,3 +79,12 @@ include staticcheck.mk
 
 clean:
 	rm -rf bin out
+
+## actionlint: lint the GitHub workflows with a pinned actionlint, installed into a cache directory
+ACTIONLINT_VERSION ?= v1.7.12
+ACTIONLINT := $(HOME)/.cache/snowchaos/actionlint-$(ACTIONLINT_VERSION)/actionlint
+.PHONY: actionlint
+actionlint: $(ACTIONLINT)
+	$(ACTIONLINT) .github/workflows/*.yml
+$(ACTIONLINT):
+	GOBIN=$(dir $(ACTIONLINT)) $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
