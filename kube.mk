@@ -1,4 +1,4 @@
-# The Kubernetes side (issue 17), included from the Makefile. The fleet
+# The Kubernetes side, included from the Makefile. The fleet
 # manifests and the Chaos Mesh export live in their own module under
 # deploy/kube, so the main module never depends on the Kubernetes or Chaos
 # Mesh API modules.

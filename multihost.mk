@@ -1,4 +1,4 @@
-# Several hosts on one machine (issue 17), included from the Makefile: the
+# Several hosts on one machine, included from the Makefile: the
 # lease scenarios with every node, the lease store and each load client in
 # a network namespace of its own, the kernel cutting the store off
 # (docs/multihost.md). Needs root, iproute2, nftables, the PostgreSQL

@@ -205,7 +205,7 @@ func TestChaosScenarios(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			if bytes.Contains(out, []byte(`unknown target "http"`)) || bytes.Contains(out, []byte(`"http"`)) && bytes.Contains(out, []byte("unknown")) {
-				testenv.Missing(t, "the harness's http target (issue 5) is not registered in snowchaos yet, so the chaos service cannot run %s:\n%s", filepath.Base(f), out)
+				testenv.Missing(t, "the harness's http target is not registered in snowchaos, so the chaos service cannot run %s:\n%s", filepath.Base(f), out)
 			}
 			t.Errorf("snowchaos run --mode real --list %s: %v\n%s", filepath.Base(f), err, out)
 		}

@@ -241,7 +241,7 @@ func TestKeeperPartitionLongerThanTTL(t *testing.T) {
 	}
 }
 
-// TestCrashHandoff is issue 12 item 1 on etcd: a holder crashes without
+// TestCrashHandoff is the crash handoff on etcd: a holder crashes without
 // releasing, and a holder whose clock is 12 s behind takes the worker ID
 // once etcd expired the lease. The mark it reads was recorded before any
 // ID passed it, so it repeats nothing; the negative control (the mark

@@ -33,7 +33,7 @@ func (r CrashReport) Safe() bool {
 // CrashBehind is how far the successor's clock is behind in CrashHandoff.
 const CrashBehind = 12 * time.Second
 
-// CrashHandoff runs the crash of issue 12 item 1 on b's store with two
+// CrashHandoff runs a crash handoff on b's store with two
 // Keepers and generators wired as snowchaos serve wires them (worker 3
 // only, the refuse policy, a 100 ms reservation: a store write every 50 ms
 // of issuing), both on clock (which is also b's store clock when b.Advance

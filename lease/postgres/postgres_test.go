@@ -328,7 +328,7 @@ func TestKeeperFencesWhenStoreGoesAway(t *testing.T) {
 	}
 }
 
-// TestCrashHandoff is issue 12 item 1 on a real Postgres lease: a holder
+// TestCrashHandoff is the crash handoff on a real Postgres lease: a holder
 // issues for 1.5 s (virtual; the store runs on real time) and crashes
 // without releasing; a holder whose clock is 12 s behind takes the worker
 // ID once Postgres expired the lease. The mark it reads was recorded

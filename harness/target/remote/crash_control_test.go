@@ -11,7 +11,7 @@ import (
 )
 
 // TestCrashHandoffControl shows that scenarios/http/lease-crash-handoff.yaml
-// catches the old behaviour of issue 12 item 1: against a snowchaos built
+// catches a successor repeating a crashed holder's IDs: against a snowchaos built
 // with -tags negativecontrols and run with --lease-mark-at-renewal (the
 // mark reaches Postgres only at renewal), the successor of the killed
 // process repeats its IDs. TestHTTPScenarios runs the same scenario
