@@ -58,7 +58,7 @@ func TestPeerEstimateAfterAcquisition(t *testing.T) {
 	for _, l := range ls {
 		if c, ok := l.EstimatedClock(); ok && l.Holder == "peer" {
 			t.Logf("right after the acquisition the estimate is %v behind the peer's clock; stated uncertainty %v",
-				sent.Add(rtt/2).Sub(c).Round(time.Microsecond), (rtt/2+l.ReportAgeError).Round(time.Microsecond))
+				sent.Add(rtt/2).Sub(c).Round(time.Microsecond), (rtt/2 + l.ReportAgeError).Round(time.Microsecond))
 		}
 	}
 
