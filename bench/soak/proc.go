@@ -3,7 +3,6 @@ package soak
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/snowchaos/snowchaos/harness/netns"
 )
 
 // child is a process the soak started: it is signalled by its PID only,
@@ -166,25 +167,10 @@ type cluster struct {
 	proc           *child
 }
 
-// postgresBin finds initdb and postgres: on PATH, else the newest
-// /usr/lib/postgresql/*/bin.
-func postgresBin() (string, error) {
-	if p, err := exec.LookPath("initdb"); err == nil {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Dir(r), nil
-		}
-	}
-	ms, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
-	if len(ms) == 0 {
-		return "", errors.New("soak: no initdb (Debian package postgresql)")
-	}
-	return filepath.Dir(ms[len(ms)-1]), nil
-}
-
 // newCluster initialises a cluster in dir/pg. The server refuses to run
 // as root: as root, the cluster belongs to the postgres user.
 func newCluster(ctx context.Context, dir string) (*cluster, error) {
-	bin, err := postgresBin()
+	bin, err := netns.PostgresBinDir()
 	if err != nil {
 		return nil, err
 	}

@@ -27,8 +27,8 @@ func Write(w io.Writer, r *Report) error {
 	next := time.Duration(0)
 	for i, sm := range r.Samples {
 		sec := min(int(sm.At/time.Second), len(r.OK)-1)
-		if sm.At < next && i != len(r.Samples)-1 {
-			continue
+		if sm.At < next && (i != len(r.Samples)-1 || sm.At < next-20*time.Second) {
+			continue // every 30 s, and the last sample unless a row is 10 s before it
 		}
 		next = sm.At.Truncate(30*time.Second) + 30*time.Second
 		ok, failed = 0, 0
