@@ -74,6 +74,8 @@ include exec.mk
 include kube.mk
 include loadbench.mk
 include multihost.mk
+include loaded.mk
+include soak.mk
 
 clean:
 	rm -rf bin out
