@@ -76,6 +76,8 @@ include kube.mk
 include loadbench.mk
 include multihost.mk
 include staticcheck.mk
+include loaded.mk
+include soak.mk
 
 clean:
 	rm -rf bin out

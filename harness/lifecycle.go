@@ -264,6 +264,7 @@ func (l *lifecycle) afterStart(sl *slot, err error) {
 		}
 		if ln, ok := sl.node.(target.LeaseNode); ok {
 			sl.rebinds = ln.LeaseStats().Rebinds
+			l.lease.counted = true
 		}
 	} else {
 		sl.up, sl.downReason = false, err.Error()

@@ -345,6 +345,11 @@ type LeaseResult struct {
 	Refused []string `json:"refused,omitempty"`
 	// Rebound lists the rebinds: node, time and worker ID.
 	Rebound []string `json:"rebound,omitempty"`
+	// CountersNA is true when no node's lease keeper could be read (the
+	// nodes ran as processes, each keeping its lease itself): Counters and
+	// Rebound are then no figures (zero and empty, printed n/a); Refused
+	// still lists the starts the lease refused.
+	CountersNA bool `json:"counters_na,omitempty"`
 }
 
 // FaultResult says whether one fault took effect.

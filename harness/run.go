@@ -261,6 +261,9 @@ type leaseLog struct {
 	// gone sums the counters of nodes a handoff replaced (finish sums
 	// the nodes still in their slots).
 	gone lease.Counters
+	// counted is true once a node whose keeper the run can read
+	// (target.LeaseNode) has started.
+	counted bool
 }
 
 // stopped reports whether the run was stopped (fail-fast).
@@ -469,12 +472,14 @@ func (r *run) beginMetrics() {
 func (r *run) finish(res *Result, events uint64) {
 	ls := r.lease.gone
 	leased := false
+	read := r.lease.counted
 	for _, sl := range r.slots {
 		if sl.node != nil {
 			_ = sl.node.Close()
 			r.collectViolations(sl.node, sl.name, sl.incarnation)
 			if ln, ok := sl.node.(target.LeaseNode); ok {
 				ls = ls.Add(ln.LeaseStats())
+				read = true
 			}
 		}
 		leased = leased || sl.spec.Lease == scenario.LeaseMemory
@@ -503,7 +508,7 @@ func (r *run) finish(res *Result, events uint64) {
 	res.Figures.LeaseOverruns = r.mu.overruns
 	if leased && !r.info.KnownBad {
 		ls.Rebinds = r.lease.rebinds
-		res.Lease = &LeaseResult{Counters: ls, Refused: r.lease.refused, Rebound: r.lease.rebound}
+		res.Lease = &LeaseResult{Counters: ls, Refused: r.lease.refused, Rebound: r.lease.rebound, CountersNA: !read}
 	}
 	if r.simulated() {
 		res.Sim = &SimInfo{Budget: r.plan.budget, Factor: round4(r.plan.factor), Hot: Duration(r.plan.hotLen), HotSpans: len(r.plan.hot), Events: events}

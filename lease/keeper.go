@@ -697,11 +697,14 @@ func (k *Keeper) request() Request {
 
 // Acquire acquires the first lease, retrying unavailability every
 // RetryInterval until ctx is done, and binds the generator to it. It fails
-// at once on ErrAllTaken or ErrInvalidRequest. It starts no goroutine:
-// call Run (or Tick, in simulation) to keep the lease.
+// at once on ErrAllTaken or ErrInvalidRequest. A peer clock check that
+// would refuse is made again on the peers' next reports, up to TTL/3 plus
+// CallTimeout later (see PeerCheck.Fresh), so that a refusal never rests
+// on a report sent with an acquisition. It starts no goroutine: call Run
+// (or Tick, in simulation) to keep the lease.
 func (k *Keeper) Acquire(ctx context.Context) (Lease, error) {
 	for {
-		l, err := k.TryAcquire(ctx)
+		l, err := k.tryAcquire(ctx, true)
 		if err == nil {
 			return l, nil
 		}
@@ -714,10 +717,18 @@ func (k *Keeper) Acquire(ctx context.Context) (Lease, error) {
 	}
 }
 
-// TryAcquire is Acquire without the retries: one attempt, whose
-// ErrUnavailable the caller handles (a simulation, whose store comes back
-// only when its own loop moves time on, must not wait for it here).
+// TryAcquire is Acquire without the retries and without waiting for
+// fresh peer reports: one attempt, whose ErrUnavailable the caller handles
+// (a simulation, whose store comes back only when its own loop moves time
+// on, must not wait for it here).
 func (k *Keeper) TryAcquire(ctx context.Context) (Lease, error) {
+	return k.tryAcquire(ctx, false)
+}
+
+// tryAcquire is TryAcquire; with fresh, a peer clock check that refuses
+// is made again on the peers' next reports (awaitFreshLocked) before the
+// refusal stands.
+func (k *Keeper) tryAcquire(ctx context.Context, fresh bool) (Lease, error) {
 	k.tick.Lock()
 	if k.tick.released {
 		k.tick.Unlock()
@@ -730,7 +741,7 @@ func (k *Keeper) TryAcquire(ctx context.Context) (Lease, error) {
 	ev, err := k.acquireLocked(ctx)
 	if err == nil && k.cfg.PeerClockMaxSkew > 0 {
 		var pc PeerCheck
-		pc, err = k.checkPeersLocked(ctx, ev.Lease)
+		pc, err = k.checkPeersLocked(ctx, ev.Lease, fresh)
 		switch {
 		case err != nil:
 			k.abandonLocked(ctx)

@@ -200,8 +200,10 @@ func (l Lease) ExpiredAt(now time.Time) bool { return !now.Before(l.LeasedUntil)
 // store's now during that List call: ReportedMs plus ReportAge, the
 // holder's clock carried forward at the store's rate. It is off by the
 // ReportAgeError, the delay between the holder's reading and the
-// store's receipt of it (at most its store round trip), and the rate
-// difference of the two clocks over ReportAge; false without a report.
+// store's receipt of it (at most the call that carried it: one write for
+// a renewal, several round trips for an acquisition; see
+// PeerCheck.Fresh), and the rate difference of the two clocks over
+// ReportAge; false without a report.
 func (l Lease) EstimatedClock() (time.Time, bool) {
 	if l.ReportedMs <= 0 {
 		return time.Time{}, false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -59,6 +60,15 @@ type PeerCheck struct {
 	Bound time.Duration
 	// Refused is true when |Skew| exceeds Bound plus Uncertainty.
 	Refused bool
+	// Fresh is true when a first comparison refused and this one was made
+	// again on the reports the same peers sent after it (their renewals;
+	// Keeper.Acquire): a report sent with an acquisition may be read long
+	// before the store receives it (ZooKeeper's acquisition reads every
+	// znode and opens a session first), which makes the peer's clock look
+	// behind by that delay, beyond Uncertainty. Peers that sent no fresh
+	// report in time are left out; without any, the first comparison
+	// stands and Fresh is false.
+	Fresh bool
 }
 
 // PeerClock is one live peer's clock as this node estimated it.
@@ -166,16 +176,115 @@ func (e *PeerClockSkewError) Error() string {
 func (e *PeerClockSkewError) Unwrap() error { return ErrPeerClockSkew }
 
 // checkPeersLocked lists the store's leases and compares this node's
-// clock with its live peers' (ComparePeers), within CallTimeout.
-func (k *Keeper) checkPeersLocked(ctx context.Context, self Lease) (PeerCheck, error) {
+// clock with its live peers' (ComparePeers), within CallTimeout. With
+// fresh, a comparison that refuses is made again on fresher reports
+// (awaitFreshLocked).
+func (k *Keeper) checkPeersLocked(ctx context.Context, self Lease, fresh bool) (PeerCheck, error) {
+	first, err := k.listPeers(ctx)
+	if err != nil {
+		return PeerCheck{}, err
+	}
+	pc := ComparePeers(first.leases, self, first.now, first.rtt, k.cfg.PeerClockMaxSkew)
+	if !pc.Refused || !fresh {
+		return pc, nil
+	}
+	return k.awaitFreshLocked(ctx, self, pc, first)
+}
+
+// peerListing is one List call of the peer clock check.
+type peerListing struct {
+	leases     []Lease
+	now        time.Time     // this node's wall clock at the middle of the call
+	rtt        time.Duration // the call's duration, by the monotonic clock
+	sent, done int64         // monotonic readings before and after it
+}
+
+func (k *Keeper) listPeers(ctx context.Context) (peerListing, error) {
 	wall, sent := k.clock.Now()
 	cctx, cancel := context.WithTimeout(ctx, k.cfg.CallTimeout)
 	ls, err := k.cfg.Registry.List(cctx)
 	cancel()
 	if err != nil {
-		return PeerCheck{}, fmt.Errorf("peer clock check: listing the leases: %w", err)
+		return peerListing{}, fmt.Errorf("peer clock check: listing the leases: %w", err)
 	}
 	_, done := k.clock.Now()
 	rtt := time.Duration(done - sent)
-	return ComparePeers(ls, self, time.Unix(0, wall).Add(rtt/2), rtt, k.cfg.PeerClockMaxSkew), nil
+	return peerListing{leases: ls, now: time.Unix(0, wall).Add(rtt / 2), rtt: rtt, sent: sent, done: done}, nil
+}
+
+// awaitFreshLocked makes a refusing check again on fresh reports: it
+// lists the leases when the peers of first are due to renew, and every
+// TTL/48 after, until each has
+// reported again since the first listing (the same worker ID, holder and
+// token: a renewal, not a new acquisition) or is gone, for at most a
+// renewal interval plus CallTimeout (peers renew every TTL/3, as this
+// node does) and never past half the lease's remaining validity, then
+// compares with the fresh reports alone. Without any, the first check
+// stands.
+func (k *Keeper) awaitFreshLocked(ctx context.Context, self Lease, pc PeerCheck, first peerListing) (PeerCheck, error) {
+	type peer struct {
+		holder string
+		token  int64
+	}
+	want := map[int64]peer{}
+	for _, p := range pc.Peers {
+		for _, l := range first.leases {
+			if l.WorkerID == p.WorkerID {
+				want[l.WorkerID] = peer{l.Holder, l.Token}
+			}
+		}
+	}
+	deadline := first.done + k.interval + int64(k.cfg.CallTimeout)
+	if g := k.cur.Load(); g != nil {
+		if v := g.validUntil.Load(); v != math.MinInt64 {
+			deadline = min(deadline, first.done+(v-first.done)/2)
+		}
+	}
+	// The first listing's peers are due to renew interval less their
+	// reports' ages later; look then, and every step after until each
+	// has renewed or the deadline.
+	step := k.interval / 16
+	due := first.done
+	for _, l := range first.leases {
+		if _, ok := want[l.WorkerID]; ok {
+			due = max(due, first.done+k.interval-int64(l.ReportAge))
+		}
+	}
+	for {
+		_, mono := k.clock.Now()
+		wake := min(max(due, mono)+step, deadline)
+		if mono >= deadline || !k.sleep(ctx, time.Duration(wake-mono)) {
+			return pc, nil
+		}
+		next, err := k.listPeers(ctx)
+		if err != nil {
+			return PeerCheck{}, err
+		}
+		// A report is fresh when the store received it after the first
+		// listing ended: its age is below the time since, less what the
+		// two clocks' rates and the store's reading may take off.
+		since := time.Duration(next.sent - first.done)
+		var fresh []Lease
+		waiting := 0
+		for _, l := range next.leases {
+			p, ok := want[l.WorkerID]
+			if !ok || l.Holder != p.holder || l.Token != p.token || l.ReportedMs <= 0 {
+				continue
+			}
+			if l.ReportAge+l.ReportAgeError < since-time.Duration(float64(since)*PeerClockRateError) {
+				fresh = append(fresh, l)
+			} else {
+				waiting++
+			}
+		}
+		if waiting > 0 && next.done < deadline {
+			continue
+		}
+		if len(fresh) == 0 {
+			return pc, nil
+		}
+		again := ComparePeers(fresh, self, next.now, next.rtt, k.cfg.PeerClockMaxSkew)
+		again.Fresh = true
+		return again, nil
+	}
 }

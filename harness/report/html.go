@@ -181,8 +181,7 @@ func htmlScenario(w *errWriter, sr *harness.ScenarioResult) {
 			w.printf("<div>duplicate %s: %s at %s, again %s at %s</div>\n", html.EscapeString(d.ID), html.EscapeString(d.First), d.FirstAt, html.EscapeString(d.Second), d.SecondAt)
 		}
 		if l := r.Lease; l != nil {
-			w.printf("<div>lease: acquired %d, renewals %d ok / %d failed / %d lost, fenced %d, rebinds %d, refused starts %d, handoff waits %d%s</div>\n",
-				l.Acquisitions, l.RenewOK, l.RenewFailed, l.RenewLost, l.Fenced, l.Rebinds, len(l.Refused), l.HandoffWaits, html.EscapeString(outages(sr, r)))
+			w.printf("<div>%s</div>\n", html.EscapeString(leaseLine(sr, r)))
 			for _, line := range l.Refused {
 				w.printf("<div>refused: %s</div>\n", html.EscapeString(line))
 			}

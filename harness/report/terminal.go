@@ -194,6 +194,7 @@ func terminalScenario(w *errWriter, sr *harness.ScenarioResult) {
 		}
 	}
 	terminalLeases(w, sr, nameW)
+	storePaths(w, sr, nameW)
 	for _, r := range sr.Runs {
 		for _, f := range r.Faults {
 			if !f.Confirmed {
@@ -217,8 +218,7 @@ func terminalLeases(w *errWriter, sr *harness.ScenarioResult, nameW int) {
 		if l == nil {
 			continue
 		}
-		w.printf("   %-*s  lease: acquired %d, renewals %d ok/%d failed/%d lost, fenced %d, rebinds %d, refused starts %d, handoff waits %d%s\n",
-			nameW, r.Target, l.Acquisitions, l.RenewOK, l.RenewFailed, l.RenewLost, l.Fenced, l.Rebinds, len(l.Refused), l.HandoffWaits, outages(sr, r))
+		w.printf("   %-*s  %s\n", nameW, r.Target, leaseLine(sr, r))
 		if first != nil && slices.Equal(first.Lease.Refused, l.Refused) && slices.Equal(first.Lease.Rebound, l.Rebound) {
 			continue
 		}
@@ -235,6 +235,39 @@ func terminalLeases(w *errWriter, sr *harness.ScenarioResult, nameW int) {
 					break
 				}
 				w.printf("   %-*s    %s: %s\n", nameW, "", list.what, line)
+			}
+		}
+	}
+}
+
+// leaseLine is a run's line of lease figures: "lease: acquired 3,
+// renewals 12 ok/0 failed/0 lost, ..." and its store outage windows. A
+// figure the run could not read (its nodes are processes keeping their
+// own leases) is n/a.
+func leaseLine(sr *harness.ScenarioResult, r *harness.Result) string {
+	l := r.Lease
+	if l.CountersNA {
+		return fmt.Sprintf("lease: acquired n/a, renewals n/a, fenced n/a, rebinds n/a, refused starts %d, handoff waits n/a "+
+			"(the nodes keep their leases in processes the harness does not read)%s", len(l.Refused), outages(sr, r))
+	}
+	return fmt.Sprintf("lease: acquired %d, renewals %d ok/%d failed/%d lost, fenced %d, rebinds %d, refused starts %d, handoff waits %d%s",
+		l.Acquisitions, l.RenewOK, l.RenewFailed, l.RenewLost, l.Fenced, l.Rebinds, len(l.Refused), l.HandoffWaits, outages(sr, r))
+}
+
+// storePaths writes, for every run whose target cut the lease store off
+// itself, how each store fault was made: the kernel path the target
+// reports (nftables rules in a namespace, or a link taken down), as the
+// JSON's fault detail says it.
+func storePaths(w *errWriter, sr *harness.ScenarioResult, nameW int) {
+	for _, r := range sr.Runs {
+		for _, f := range r.Faults {
+			if f.Kind != string(faults.KindStoreOutage) || !f.Confirmed {
+				continue
+			}
+			for _, d := range f.Detail {
+				if strings.Contains(d, " via ") {
+					w.printf("   %-*s  %s: %s\n", nameW, r.Target, f.Name, d)
+				}
 			}
 		}
 	}

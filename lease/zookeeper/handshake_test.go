@@ -2,7 +2,15 @@ package zookeeper
 
 import (
 	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // frame is a connect response: length, protocol version, timeout,
@@ -72,4 +80,89 @@ func FuzzHandshakeFeed(f *testing.F) {
 			t.Fatalf("answered %d times", a.n)
 		}
 	})
+}
+
+// blackHole accepts connections and reads them without ever answering,
+// as a restarting server that took the connection before it could
+// serve; it is closed when the test ends.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// firstLog records when a logger first prints a message containing want.
+type firstLog struct {
+	want string
+	at   chan time.Time
+	once sync.Once
+}
+
+func (l *firstLog) Printf(format string, args ...any) {
+	if strings.Contains(fmt.Sprintf(format, args...), l.want) {
+		l.once.Do(func() { l.at <- time.Now() })
+	}
+}
+
+// TestHandshakeAnswerWithin: go-zookeeper waits ten times its receive
+// timeout (6.7 session timeouts: 10 s for 1.5 s) for a server's connect
+// response; a session's connection gives up after two thirds of the
+// session timeout (1 s) and dials again. Measured: the first
+// "authentication failed" after 1.0 s, against 10 s without the cap.
+func TestHandshakeAnswerWithin(t *testing.T) {
+	const ttl = 1500 * time.Millisecond
+	s := &session{answerWithin: ttl * 2 / 3}
+	log := &firstLog{want: "authentication failed", at: make(chan time.Time, 1)}
+	start := time.Now()
+	conn, _, err := zk.Connect([]string{blackHole(t)}, ttl, zk.WithDialer(s.dialer), zk.WithLogger(log), zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	select {
+	case at := <-log.at:
+		if took := at.Sub(start); took < ttl*2/3 || took > 5*time.Second {
+			t.Errorf("the unanswered handshake failed after %v, want about %v (uncapped: %v)", took, ttl*2/3, 10*ttl*2/3)
+		} else {
+			t.Logf("the unanswered handshake failed after %v", took)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no handshake failure within 20s")
+	}
+}
+
+// TestHandshakeDeadlinePassesAfterAnswer: once the connect response is
+// read, go-zookeeper's own read deadlines are kept.
+func TestHandshakeDeadlinePassesAfterAnswer(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := &handshakeConn{Conn: a, answer: func(int64, int32) {}, answerWithin: 50 * time.Millisecond}
+	go b.Write(frame(3000, 7))
+	if _, err := io.ReadFull(c, make([]byte, len(frame(3000, 7)))); err != nil || !c.done {
+		t.Fatalf("reading the connect response: %v, done %v", err, c.done)
+	}
+	if err := c.SetReadDeadline(time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { _, err := c.Read(make([]byte, 1)); got <- err }()
+	select {
+	case err := <-got:
+		t.Fatalf("a read after the answer ended early: %v (the cap applies only before it)", err)
+	case <-time.After(500 * time.Millisecond):
+	}
 }

@@ -24,6 +24,9 @@ type session struct {
 	conn   *zk.Conn
 	holder string
 	ttl    time.Duration // as the server granted it (set before the claim)
+	// answerWithin bounds the wait for a server's connect response:
+	// two thirds of the requested session timeout (handshakeConn).
+	answerWithin time.Duration
 
 	// Set by the claim, then fixed.
 	workerID int64
@@ -53,7 +56,7 @@ type session struct {
 // dial opens a session for req with its TTL as timeout, waits until the
 // server grants it, and checks the granted timeout.
 func (r *Registry) dial(ctx context.Context, req lease.Request) (*session, error) {
-	s := &session{r: r, holder: req.Holder, up: make(chan struct{}), lock: make(chan struct{}, 1)}
+	s := &session{r: r, holder: req.Holder, up: make(chan struct{}), lock: make(chan struct{}, 1), answerWithin: req.TTL * 2 / 3}
 	s.lock <- struct{}{} // whatever the connection's events start waits for s.conn
 	conn, _, err := zk.Connect(r.servers, req.TTL,
 		zk.WithDialer(s.dialer), zk.WithEventCallback(s.event), zk.WithLogger(r.logger), zk.WithLogInfo(false))
@@ -84,7 +87,7 @@ func (s *session) dialer(network, addr string, timeout time.Duration) (net.Conn,
 	if err != nil {
 		return nil, err
 	}
-	return &handshakeConn{Conn: c, answer: s.handshake}, nil
+	return &handshakeConn{Conn: c, answer: s.handshake, answerWithin: s.answerWithin}, nil
 }
 
 // handshake notes the server's connect response: the first session's ID
@@ -109,6 +112,28 @@ type handshakeConn struct {
 	answer func(sessionID int64, timeoutMs int32)
 	buf    []byte
 	done   bool
+	// answerWithin caps the read deadline until the connect response is
+	// read (zero: no cap). go-zookeeper gives the response ten times its
+	// receive timeout, 6.7 session timeouts: a connection that a
+	// restarting server accepted but never answers held the session's
+	// reconnection that long (20 s at a 3 s TTL, measured under make
+	// test-loaded: the session expired meanwhile). ZooKeeper's own client
+	// gives it two thirds of the session timeout, and so does this cap;
+	// go-zookeeper then dials again.
+	answerWithin time.Duration
+}
+
+// SetReadDeadline sets the connection's read deadline, no later than
+// answerWithin from now while the connect response is awaited. Reads and
+// deadlines are set by the same goroutine (go-zookeeper's connection
+// loop, then its receive loop), as done is.
+func (c *handshakeConn) SetReadDeadline(t time.Time) error {
+	if !c.done && !t.IsZero() && c.answerWithin > 0 {
+		if limit := time.Now().Add(c.answerWithin); t.After(limit) {
+			t = limit
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
 }
 
 // maxHandshake bounds the connect response handshakeConn decodes.

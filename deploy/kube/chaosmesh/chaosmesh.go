@@ -17,8 +17,12 @@
 //	clone            a Task running the node's container with the same
 //	                 worker (and, with same_holder, the same pod name as
 //	                 holder), ended by a PodChaos container-kill
-//	store_outage     all nodes: PodChaos pod-failure of the lease store;
-//	                 named nodes: NetworkChaos partition from the store
+//	store_outage     all nodes: PodChaos pod-failure of the lease store
+//	                 (with hang: a NetworkChaos partition of every node
+//	                 pod from it); named nodes: NetworkChaos partition
+//	                 from the store in the fault's direction (partial
+//	                 without hang: NetworkChaos drops packets, so calls
+//	                 hang rather than fail at once)
 //	freeze, smear,   not mapped: TimeChaos only adds a constant offset, and
 //	slew, drift,     Chaos Mesh has no pause and cannot start a process
 //	pause, handoff   with a late clock (Unmappable gives each reason)
@@ -26,7 +30,8 @@
 // Nothing is dropped silently: every fault gets a Mapping saying mapped,
 // partial (and what part is not) or unmapped (and why). Every object is
 // built from the Chaos Mesh API types and Validate runs the API module's
-// own admission checks on it.
+// own admission checks on it. The Workflow needs Chaos Mesh MinVersion or
+// later.
 package chaosmesh
 
 import (
@@ -120,6 +125,15 @@ var ClockIDs = []string{"CLOCK_REALTIME"}
 // OneShotDeadline is how long the Workflow keeps a one-shot chaos (a pod
 // or container kill) after injecting it.
 const OneShotDeadline = 5 * time.Second
+
+// MinVersion is the oldest Chaos Mesh release the exported Workflows
+// work on: a clone's Task carries labels (CloneLabel, the node labels),
+// a field Chaos Mesh added to its Task type in 2.8.0. The API server of an
+// older release prunes it without a word, so the clone pod starts
+// unlabelled and the container-kill that should end it selects nothing.
+// The tests validate every export against the published CRDs of this
+// release and the latest one, and show 2.7.3's refusing the labels.
+const MinVersion = "2.8.0"
 
 // CloneLabel marks a clone's pod with the name of the template that runs
 // it, so that the container-kill that ends it selects it alone.
@@ -275,6 +289,7 @@ func (e *Export) Write(w io.Writer) error {
 		fmt.Sprintf("snowchaos export chaos-mesh: scenario %s (%s), %s, %d faults", s.Name, s.File, s.Duration, len(s.Faults)),
 		fmt.Sprintf("Fleet: namespace %s, StatefulSet %s with at least %d replicas, lease store %s (deploy/kube/manifests).",
 			e.Fleet.Namespace, e.Fleet.Name, e.Replicas, e.Fleet.Store),
+		"Needs Chaos Mesh " + MinVersion + " or later: older releases drop a clone Task's labels without a word.",
 		"Apply this Workflow when `snowchaos run` starts the scenario (docs/kubernetes.md): its offsets count from then.",
 		"The fleet leases every worker ID from its store, with the fence and guards on: targets that switch them off",
 		"(negative controls) have no cluster form. Chaos Mesh injects the faults below; the harness only loads and verifies.",
@@ -594,29 +609,73 @@ func (b *builder) clone(f scenario.Fault) {
 	b.add(m)
 }
 
+// Directions maps a partition's direction, seen from the nodes cut off,
+// to NetworkChaos's, seen from the selected pods towards the target (the
+// store): outbound drops what they send it ("to"), inbound what it sends
+// them ("from").
+var Directions = map[string]cm.Direction{"": cm.Both, "both": cm.Both, "outbound": cm.To, "inbound": cm.From}
+
 // storeOutage makes the lease store unreachable: for everyone by failing
-// its pod, or, for named nodes, by partitioning their pods from it.
+// its pod (or, when calls must hang, by partitioning every node pod from
+// it), or, for named nodes, by partitioning their pods from it in the
+// fault's direction.
 func (b *builder) storeOutage(f scenario.Fault) {
 	m := Mapping{Fault: f.Name, Kind: string(f.Kind), Line: f.Line, At: f.At, Status: Mapped}
 	var t cm.Template
-	if f.Partition {
-		spec := cm.NetworkChaosSpec{
-			PodSelector: b.podsOf(f.Nodes),
-			Action:      cm.PartitionAction,
-			Direction:   cm.Both,
-			Target:      ptr(b.labelled(b.fc.StoreLabels())),
-		}
+	var missing []string
+	store := ptr(b.labelled(b.fc.StoreLabels()))
+	switch {
+	case f.Partition:
+		dir := Directions[f.Direction]
+		spec := cm.NetworkChaosSpec{PodSelector: b.podsOf(f.Nodes), Action: cm.PartitionAction, Direction: dir, Target: store}
 		t = cm.Template{Name: b.name(f.Name), Type: cm.TypeNetworkChaos, Deadline: dur(f.For), EmbedChaos: &cm.EmbedChaos{NetworkChaos: &spec}}
-		m.Note = fmt.Sprintf("NetworkChaos partition (both directions) between %s and the lease store for %s; clones and other pods still reach it",
-			strings.Join(b.podNames(f.Nodes), ", "), f.For)
-	} else {
+		what := map[cm.Direction]string{cm.Both: "", cm.To: " (what they send the store is dropped)",
+			cm.From: " (what the store sends them is dropped: their requests take effect)"}[dir]
+		m.Note = fmt.Sprintf("NetworkChaos partition, direction %s%s, between %s and the lease store for %s; clones and other pods still reach it",
+			dir, what, strings.Join(b.podNames(f.Nodes), ", "), f.For)
+		if !f.Hang {
+			missing = append(missing, "the scenario's calls fail at once; NetworkChaos drops packets silently, so they get no answer until "+
+				"the caller's timeout (hang: on is what Chaos Mesh injects)")
+		}
+		missing = append(missing, b.unselected(f, f.Nodes)...)
+	case f.Hang:
+		spec := cm.NetworkChaosSpec{PodSelector: b.labelled(b.fc.NodeLabels()), Action: cm.PartitionAction, Direction: cm.Both, Target: store}
+		t = cm.Template{Name: b.name(f.Name), Type: cm.TypeNetworkChaos, Deadline: dur(f.For), EmbedChaos: &cm.EmbedChaos{NetworkChaos: &spec}}
+		m.Note = fmt.Sprintf("NetworkChaos partition (both ways) between every node pod (clones included) and the lease store for %s: "+
+			"calls get no answer until their timeout; a pod-failure would make them fail at once", f.For)
+		missing = append(missing, b.unselected(f, nil)...)
+	default:
 		spec := cm.PodChaosSpec{ContainerSelector: cm.ContainerSelector{PodSelector: b.labelled(b.fc.StoreLabels())}, Action: cm.PodFailureAction}
 		t = cm.Template{Name: b.name(f.Name), Type: cm.TypePodChaos, Deadline: dur(f.For), EmbedChaos: &cm.EmbedChaos{PodChaos: &spec}}
 		m.Note = fmt.Sprintf("PodChaos pod-failure of the lease store (%s) for %s; it then restarts from its volume, "+
 			"so the outage lasts %s plus the store's start-up", b.fc.StoreName(), f.For, f.For)
 	}
+	if len(missing) > 0 {
+		m.Status, m.Reason = Partial, strings.Join(missing, "; ")
+	}
 	m.Templates = b.branch(f.Name, f.At, t)
 	b.add(m)
+}
+
+// unselected names the restarts and clones inside outage f's window that
+// bring up a pod a NetworkChaos on nodes (nil: every node) would miss:
+// Chaos Mesh selects pods when it injects (the records in its status),
+// and does not inject a pod created afterwards, such as the one the
+// StatefulSet recreates after a kill.
+func (b *builder) unselected(f scenario.Fault, nodes []string) []string {
+	var out []string
+	for _, g := range b.s.Faults {
+		if g.At < f.At || g.At >= f.At+f.For {
+			continue
+		}
+		switch {
+		case g.Kind == faults.KindRestart && (nodes == nil || overlaps(g.Nodes, nodes)):
+			out = append(out, fmt.Sprintf("restart %s at %s recreates a pod the partition never selected, which reaches the store", g.Name, g.At))
+		case g.Kind == faults.KindClone && nodes == nil:
+			out = append(out, fmt.Sprintf("clone %s at %s starts a pod the partition never selected, which reaches the store", g.Name, g.At))
+		}
+	}
+	return out
 }
 
 // dnsName turns s into a DNS-1123 label-like name of at most n characters:
@@ -649,6 +708,15 @@ func dnsName(s string, n int) string {
 func dur(d time.Duration) *string {
 	s := d.String()
 	return &s
+}
+
+func overlaps(a, b []string) bool {
+	for _, x := range a {
+		if contains(b, x) {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(ss []string, s string) bool {

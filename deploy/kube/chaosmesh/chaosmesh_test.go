@@ -100,7 +100,7 @@ func TestUnknownKindIsAnError(t *testing.T) {
 // run them.
 func suite(t *testing.T) []string {
 	var files []string
-	for _, pat := range []string{"*.yaml", "http/*.yaml", "peers/*.yaml"} {
+	for _, pat := range []string{"*.yaml", "http/*.yaml", "peers/*.yaml", "multihost/*.yaml"} {
 		m, err := filepath.Glob(filepath.Join("..", "..", "..", "scenarios", pat))
 		if err != nil {
 			t.Fatal(err)
@@ -113,17 +113,39 @@ func suite(t *testing.T) []string {
 	return files
 }
 
+// published are the Chaos Mesh releases whose published Workflow CRD
+// (deploy/kube/crd/published) every export must pass: the minimum
+// version and the latest release.
+var published = []string{"v" + chaosmesh.MinVersion, "v2.8.3"}
+
+// workflowSchemas loads the Workflow CRD generated from the pinned API
+// module and the published ones of the given releases.
+func workflowSchemas(t *testing.T, releases ...string) map[string]*crdcheck.Schema {
+	t.Helper()
+	files := map[string]string{"generated": filepath.Join("..", "crd", "chaos-mesh.org_workflows.yaml")}
+	for _, r := range releases {
+		files[r] = filepath.Join("..", "crd", "published", "chaos-mesh-"+r, "chaos-mesh.org_workflows.yaml")
+	}
+	out := map[string]*crdcheck.Schema{}
+	for name, f := range files {
+		s, err := crdcheck.Load(f, "v1alpha1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = s
+	}
+	return out
+}
+
 // TestSuiteExports exports every built-in scenario: each fault is mapped
 // or named with a reason, the Workflow passes Chaos Mesh's own validation,
 // the YAML reads back (strictly) into an equal Workflow, every clone's
 // container passes the container checks, the Workflow validates against
-// the CRD's OpenAPI schema (package crdcheck), and the output matches the
-// golden file in testdata.
+// the CRD's OpenAPI schema (package crdcheck) as generated from the API
+// module and as Chaos Mesh published it for MinVersion and the latest
+// release, and the output matches the golden file in testdata.
 func TestSuiteExports(t *testing.T) {
-	schema, err := crdcheck.Load(filepath.Join("..", "crd", "chaos-mesh.org_workflows.yaml"), "v1alpha1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	schemas := workflowSchemas(t, published...)
 	for _, file := range suite(t) {
 		rel, _ := filepath.Rel(filepath.Join("..", "..", ".."), file)
 		t.Run(rel, func(t *testing.T) {
@@ -145,8 +167,10 @@ func TestSuiteExports(t *testing.T) {
 				t.Fatal(err)
 			}
 			roundTrip(t, buf.Bytes(), ex.Workflow)
-			if err := schema.Validate(ex.Workflow); err != nil {
-				t.Errorf("against the Workflow CRD's schema: %v", err)
+			for name, schema := range schemas {
+				if err := schema.Validate(ex.Workflow); err != nil {
+					t.Errorf("against the Workflow CRD's schema (%s): %v", name, err)
+				}
 			}
 			for _, m := range ex.Incomplete() {
 				if !strings.Contains(buf.String(), m.Fault) || !strings.Contains(strings.Join(strings.Fields(strings.ReplaceAll(buf.String(), "#", "")), " "), m.Reason) {
@@ -434,4 +458,134 @@ func contains[T comparable](xs []T, x T) bool {
 		}
 	}
 	return false
+}
+
+// TestMinimumVersion: a clone's Task labels are what Chaos Mesh 2.7.3's
+// published CRD prunes silently (the clone pod would start unlabelled and
+// the container-kill ending it would select nothing); validation against
+// it fails naming the field, against MinVersion's and the latest it
+// passes, and the output states the minimum version.
+func TestMinimumVersion(t *testing.T) {
+	schemas := workflowSchemas(t, append([]string{"v2.7.3"}, published...)...)
+	s := mustParse(t, "clone.yaml", oneFault(faults.KindClone))
+	ex, err := chaosmesh.New(s, chaosmesh.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = schemas["v2.7.3"].Validate(ex.Workflow)
+	if err == nil || !strings.Contains(err.Error(), "unknown fields") || !strings.Contains(err.Error(), "task.labels") {
+		t.Errorf("against 2.7.3's CRD: %v, want the Task labels named as fields it would drop", err)
+	}
+	for _, name := range append([]string{"generated"}, published...) {
+		if err := schemas[name].Validate(ex.Workflow); err != nil {
+			t.Errorf("against %s: %v", name, err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := ex.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if want := "# Needs Chaos Mesh " + chaosmesh.MinVersion + " or later"; !strings.Contains(buf.String(), want) {
+		t.Errorf("the output does not say %q", want)
+	}
+}
+
+// TestPartitionDirection: a one-way partition keeps its direction
+// (outbound: NetworkChaos "to" the store; inbound: "from" it), and a
+// partition is reported mapped only when the scenario means what Chaos
+// Mesh does: packets dropped silently (hang: on), on pods that exist when
+// it is injected.
+func TestPartitionDirection(t *testing.T) {
+	for _, tc := range []struct {
+		fault  string
+		dir    cm.Direction
+		status chaosmesh.Status
+		reason string
+	}{
+		{"direction: outbound, hang: on", cm.To, chaosmesh.Mapped, ""},
+		{"direction: inbound, hang: on", cm.From, chaosmesh.Mapped, ""},
+		{"direction: both, hang: on", cm.Both, chaosmesh.Mapped, ""},
+		{"hang: on", cm.Both, chaosmesh.Mapped, ""},
+		{"direction: outbound", cm.To, chaosmesh.Partial, "calls fail at once"},
+		{"direction: inbound", cm.From, chaosmesh.Partial, "calls fail at once"},
+	} {
+		s := mustParse(t, "p.yaml", `name: p
+duration: 10s
+nodes:
+  - {name: a, worker: 1, lease: memory}
+  - {name: b, worker: 2, lease: memory}
+load: {rate: 100/s}
+faults:
+  - {name: cut, at: 1s, kind: store_outage, for: 3s, nodes: [a], `+tc.fault+`}
+invariants: [duplicates == 0]
+`)
+		ex, err := chaosmesh.New(s, chaosmesh.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc := template(ex.Workflow, "cut").NetworkChaos
+		if nc == nil || nc.Action != cm.PartitionAction || nc.Direction != tc.dir || nc.Target == nil ||
+			strings.Join(nc.Selector.Pods["snowchaos"], ",") != "snowchaos-1" {
+			t.Errorf("%s: %+v, want a partition of snowchaos-1, direction %s", tc.fault, nc, tc.dir)
+			continue
+		}
+		m := ex.Mappings[0]
+		if m.Status != tc.status || !strings.Contains(m.Reason, tc.reason) || !strings.Contains(m.Note, "direction "+string(tc.dir)) {
+			t.Errorf("%s: %s (%s; %s), want %s", tc.fault, m.Status, m.Reason, m.Note, tc.status)
+		}
+	}
+}
+
+// TestOutageMissesNewPods: Chaos Mesh selects pods when it injects, so a
+// pod recreated by a restart, or a clone started, during a partition is
+// not cut: the fault is partial, naming them. A whole-store outage whose
+// calls hang is a partition of every node pod, not a pod-failure (which
+// fails calls at once).
+func TestOutageMissesNewPods(t *testing.T) {
+	s := mustParse(t, "n.yaml", `name: n
+duration: 20s
+nodes:
+  - {name: a, worker: 1, lease: memory}
+  - {name: b, worker: 2, lease: memory}
+load: {rate: 100/s}
+faults:
+  - {name: cut, at: 1s, kind: store_outage, for: 3s, nodes: [a], hang: on}
+  - {name: kill-a, at: 2s, kind: restart, nodes: [a]}
+  - {name: kill-b, at: 3s, kind: restart, nodes: [b]}
+  - {name: hung, at: 6s, kind: store_outage, for: 3s, hang: on}
+  - {name: copy, at: 7s, kind: clone, for: 1s, nodes: [b]}
+  - {name: quiet, at: 12s, kind: store_outage, for: 3s, hang: on}
+invariants: [duplicates == 0]
+`)
+	ex, err := chaosmesh.New(s, chaosmesh.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]chaosmesh.Mapping{}
+	for _, m := range ex.Mappings {
+		byName[m.Fault] = m
+	}
+	if m := byName["cut"]; m.Status != chaosmesh.Partial || !strings.Contains(m.Reason, "restart kill-a") || strings.Contains(m.Reason, "kill-b") {
+		t.Errorf("cut: %s %q, want partial naming kill-a (a's pod) only", m.Status, m.Reason)
+	}
+	if m := byName["hung"]; m.Status != chaosmesh.Partial || !strings.Contains(m.Reason, "clone copy") {
+		t.Errorf("hung: %s %q, want partial naming the clone", m.Status, m.Reason)
+	}
+	if m := byName["quiet"]; m.Status != chaosmesh.Mapped {
+		t.Errorf("quiet: %s %q, want mapped", m.Status, m.Reason)
+	}
+	nc := template(ex.Workflow, "quiet").NetworkChaos
+	if nc == nil || nc.Direction != cm.Both || nc.Selector.LabelSelectors[fleet.LabelComponent] != fleet.ComponentNode ||
+		nc.Target.Selector.LabelSelectors[fleet.LabelComponent] != fleet.ComponentStore {
+		t.Errorf("a hanging whole-store outage: %+v, want a partition between node pods and the store", nc)
+	}
+}
+
+func template(wf *cm.Workflow, name string) cm.Template {
+	for _, tp := range wf.Spec.Templates {
+		if tp.Name == name {
+			return tp
+		}
+	}
+	return cm.Template{}
 }

@@ -58,6 +58,31 @@ func TestExportCLI(t *testing.T) {
 	}
 }
 
+// TestExportStrictPartition: --strict exits 0 only when every fault is
+// mapped as the scenario means it: a one-way partition whose calls hang
+// keeps its direction (NetworkChaos "to" for outbound) and passes; the
+// same partition whose calls fail at once, which NetworkChaos cannot do,
+// fails, named on stderr.
+func TestExportStrictPartition(t *testing.T) {
+	scen := func(extra string) string {
+		f := filepath.Join(t.TempDir(), "p.yaml")
+		src := "name: p\nduration: 5s\nnodes:\n  - {name: a, worker: 1, lease: memory}\nload: {rate: 100/s}\nfaults:\n" +
+			"  - {name: cut, at: 1s, kind: store_outage, for: 2s, nodes: [a], direction: outbound" + extra + "}\ninvariants: [duplicates == 0]\n"
+		if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	code, out, errb := runCLI("export", "chaos-mesh", "--strict", scen(", hang: on"))
+	if code != exitOK || !strings.Contains(out, "direction: to") || strings.Contains(out, "direction: both") || errb != "" {
+		t.Fatalf("--strict, one-way partition that hangs: exit %d, stderr %q\n%s", code, errb, out)
+	}
+	code, out, errb = runCLI("export", "chaos-mesh", "--strict", scen(""))
+	if code != exitIncomplete || !strings.Contains(out, "direction: to") || !strings.Contains(errb, "store_outage fault cut (line 7) partial: the scenario's calls fail at once") {
+		t.Fatalf("--strict, one-way partition failing at once: exit %d, stderr %q", code, errb)
+	}
+}
+
 // TestFleetCLIDefaults checks that the CLI's defaults are the committed
 // manifests' configuration.
 func TestFleetCLIDefaults(t *testing.T) {
