@@ -23,9 +23,10 @@ exec-table-stable: exec-deps
 EXEC_NOCHECK ?= broken,nodejs-snowflake,snowflake-id
 EXEC_REPEAT  ?= 20
 
-## exec-detection: 20 runs each of the frozen clock and of the repeated 5 ms step against the generators without a regression check
+## exec-detection: 20 runs each of the frozen clock, one 5 ms step and five 5 ms steps against the generators without a regression check (and the MVP)
 exec-detection: exec-deps
 	@echo "load average at the start: $$(cut -d' ' -f1-3 /proc/loadavg)"
 	-$(GO) run ./cmd/snowchaos run --repeat $(EXEC_REPEAT) --target $(EXEC_NOCHECK),mvp scenarios/exec/05-frozen-clock.yaml
+	-$(GO) run ./cmd/snowchaos run --repeat $(EXEC_REPEAT) --target $(EXEC_NOCHECK),mvp scenarios/detection/step-back-5ms-once.yaml
 	-$(GO) run ./cmd/snowchaos run --repeat $(EXEC_REPEAT) --target $(EXEC_NOCHECK),mvp scenarios/exec/10-step-back-5ms.yaml
 	@echo "load average at the end: $$(cut -d' ' -f1-3 /proc/loadavg)"
