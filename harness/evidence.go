@@ -1,11 +1,15 @@
 package harness
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/snowchaos/snowchaos/faults"
+	"github.com/snowchaos/snowchaos/harness/extclock"
 	"github.com/snowchaos/snowchaos/harness/target"
 	"github.com/snowchaos/snowchaos/verify"
 )
@@ -44,6 +48,13 @@ type reachWatch struct {
 	// why says why the node offered no reading; diag what the probe
 	// beside it read.
 	why, diag string
+	// cross marks a watch on a fault the node's own clock reading
+	// already showed: its IDs are checked against that reading, and IDs
+	// that keep the unfaulted time contradict it.
+	cross bool
+	// lead is how far ahead of the fault's model the process's clock may
+	// stand (a freeze is held ahead: extclock.State.Hold).
+	lead time.Duration
 	// ids counts the IDs checked after since; matched those that carry
 	// the faulted time, plain those that carry the unfaulted time only.
 	ids, matched, plain uint64
@@ -51,6 +62,10 @@ type reachWatch struct {
 	// reading (what the fault moved it by, as the ID shows it).
 	shift time.Duration
 }
+
+// minContradiction is how many IDs carrying the unfaulted time, and none
+// the faulted one, contradict a node's own clock reading of a fault.
+const minContradiction = 10
 
 // reachSlack is how far beyond its call's interval, read on the faulted
 // or unfaulted clock, an ID's time may lie and still count as read from
@@ -60,10 +75,15 @@ const reachSlack = time.Millisecond
 
 // watchReach registers a reach watch for fault fi on the slot's current
 // incarnation, counting from now.
-func (l *lifecycle) watchReach(fi int, sl *slot, before time.Duration, why, diag string) {
+func (l *lifecycle) watchReach(fi int, sl *slot, before time.Duration, why, diag string, cross bool) {
 	w := &reachWatch{fi: fi, slot: sl.idx, incarnation: sl.incarnation, node: sl.name,
-		since: l.startNs + int64(l.d.now()), before: before, why: why, diag: diag}
-	l.faults[fi].pending++
+		since: l.startNs + int64(l.d.now()), before: before, why: why, diag: diag, cross: cross}
+	if l.s.Faults[fi].Kind == faults.KindFreeze {
+		w.lead = extclock.MaxLead
+	}
+	if !cross {
+		l.faults[fi].pending++
+	}
 	l.mu.Lock()
 	l.mu.watches = append(l.mu.watches, w)
 	l.mu.Unlock()
@@ -98,7 +118,7 @@ func (r *run) observeReach(c *view, arrive, end time.Duration, ids *idBuf, lo, h
 				continue
 			}
 			w.ids++
-			faulted := e > start+int64(lo)-tick-int64(reachSlack) && e <= stop+int64(hi)+int64(reachSlack)
+			faulted := e > start+int64(lo)-tick-int64(reachSlack) && e <= stop+int64(hi)+int64(reachSlack+w.lead)
 			plain := e > start+int64(w.before)-tick-int64(reachSlack) && e <= stop+int64(w.before)+int64(reachSlack)
 			switch {
 			case faulted && !plain:
@@ -126,6 +146,13 @@ func (l *run) settleReach() {
 	l.mu.Unlock()
 	for _, w := range watches {
 		fr := &l.faults[w.fi]
+		if w.cross {
+			if w.matched == 0 && w.plain >= minContradiction {
+				l.unconfirmed(w.fi, fmt.Sprintf("%s: its clock reading showed the fault, but %d of the %d IDs checked after it carry the unfaulted time and none the faulted one: its IDs do not come from the clock it reports (it may stamp them from a monotonic clock, which a wall-clock fault does not move, or read the wall clock by a path the fault does not reach), so the run cannot show the fault reached them",
+					w.node, w.plain, w.ids))
+			}
+			continue
+		}
 		fr.pending--
 		if w.matched > 0 {
 			l.detail(w.fi, fmt.Sprintf("%s: reached: %d of the %d IDs checked after the fault carry the faulted time (the first %s from the unfaulted clock); the process offers no clock reading of its own (%s)",
@@ -275,4 +302,46 @@ func judgeEvidence(res *Result, violated int, violations []ViolationResult) {
 // isDuplicates reports whether a check expression judges duplicates.
 func isDuplicates(expr string) bool {
 	return strings.HasPrefix(strings.TrimSpace(expr), "duplicates")
+}
+
+// maxCallErrors bounds the distinct error texts a run keeps.
+const maxCallErrors = 8
+
+// noteErrorLocked counts a failed call's error by its text (first line,
+// clipped); called under r.mu.
+func (r *run) noteErrorLocked(err error) {
+	text := err.Error()
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		text = text[:i]
+	}
+	if len(text) > 200 {
+		text = text[:200] + "..."
+	}
+	if r.mu.callErrors == nil {
+		r.mu.callErrors = map[string]uint64{}
+	}
+	if _, ok := r.mu.callErrors[text]; !ok && len(r.mu.callErrors) >= maxCallErrors {
+		r.mu.otherErrors++
+		return
+	}
+	r.mu.callErrors[text]++
+}
+
+// callErrors lists the counted error texts, most frequent first, and the
+// rest as one entry.
+func callErrors(m map[string]uint64, other uint64) []CallError {
+	out := make([]CallError, 0, len(m)+1)
+	for t, n := range m {
+		out = append(out, CallError{Text: t, Count: n})
+	}
+	slices.SortFunc(out, func(a, b CallError) int {
+		if a.Count != b.Count {
+			return cmp.Compare(b.Count, a.Count)
+		}
+		return strings.Compare(a.Text, b.Text)
+	})
+	if other > 0 {
+		out = append(out, CallError{Text: fmt.Sprintf("(other errors, past the first %d texts)", maxCallErrors), Count: other})
+	}
+	return out
 }

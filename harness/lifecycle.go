@@ -417,10 +417,11 @@ func (l *lifecycle) fault(fi int) {
 	f := l.s.Faults[fi]
 	now := l.d.now()
 	l.faults[fi].Confirmed = true
-	if late := now - f.At; late > l.lateness() {
-		// The driver was held up (a node's start blocks it): the fault's
-		// window, measured from its instant, would judge time it did not
-		// cover.
+	if late := now - f.At; f.Kind.Clock() && late > l.lateness() {
+		// The driver was held up (a node's start blocks it): the clock
+		// fault's window, measured from its instant, would judge time it
+		// did not cover. (A restart or clone that lands late is still the
+		// fault it was; its incarnations must serve all the same.)
 		l.unconfirmed(fi, fmt.Sprintf("the fault landed %s after its instant: the run's driver was held up (by a node's start, which lasts until the node is ready, a slow measurement, or the machine's scheduler)", Duration(late)))
 	}
 	if l.metrics != nil {
@@ -657,8 +658,13 @@ func (l *lifecycle) confirmWithin(fi int, sl *slot, before, effect, slack time.D
 	switch m.state {
 	case reached:
 		l.detail(fi, sl.name+": "+m.detail)
+		if m.process && l.kind.Timed() {
+			// The process's reading is one piece of evidence; the time its
+			// IDs carry must not contradict it.
+			l.watchReach(fi, sl, before, "", "", true)
+		}
 	case pendingReach:
-		l.watchReach(fi, sl, before, m.detail, m.diag)
+		l.watchReach(fi, sl, before, m.detail, m.diag, false)
 	default:
 		d := sl.name + ": " + m.detail
 		if m.diag != "" {
@@ -690,6 +696,9 @@ type measurement struct {
 	// artifact: the fault may have shown the node a clock the scenario
 	// did not ask for (see target.ErrArtifact).
 	artifact bool
+	// process: the reading came from a round trip to the node's process
+	// (target.Bracketed).
+	process bool
 }
 
 // measure reads the node's offset and compares it with the shadow's,
@@ -765,7 +774,7 @@ func (l *lifecycle) measure(sl *slot, effect, slack time.Duration) measurement {
 	} else if max(effect, -effect) < 2*tol {
 		return measurement{detail: fmt.Sprintf("offset %s%s: the fault's effect (%s) is below the measurement tolerance %s", scenario.FormatDuration(got), within, scenario.FormatDuration(effect), tol)}
 	}
-	return measurement{state: reached, detail: fmt.Sprintf("offset %s%s (want %s)", scenario.FormatDuration(got), within, scenario.FormatDuration(want))}
+	return measurement{state: reached, process: half > 0, detail: fmt.Sprintf("offset %s%s (want %s)", scenario.FormatDuration(got), within, scenario.FormatDuration(want))}
 }
 
 // storeOutage cuts the lease store off: for everyone, or for the named
@@ -985,8 +994,8 @@ func (l *lifecycle) clone(fi int, src *slot) {
 // cloneEnd stops the clone in sl for good.
 func (l *lifecycle) cloneEnd(sl *slot) {
 	sl.host.advance(l.d.now())
+	sl.alive = false // published with the stop: its clients end, sending nothing more
 	_ = l.stopSlot(sl, target.StopOptions{}, "clone ended")
-	sl.alive = false
 }
 
 // sample records every node's clock offset at the end of timeline bucket i.

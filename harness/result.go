@@ -199,6 +199,9 @@ type Result struct {
 	// Protocol lists the first protocol violations (Figures counts them
 	// all).
 	Protocol []ViolationResult `json:"protocol_violations,omitempty"`
+	// CallErrors are the texts of the errors calls failed with (refusals
+	// and errors; not calls to a node that was down), most frequent first.
+	CallErrors []CallError `json:"call_errors,omitempty"`
 	// Stopped is true when --fail-fast stopped the run at a duplicate.
 	Stopped bool `json:"stopped,omitempty"`
 	// Checks are the invariants and expectations, in scenario order.
@@ -299,7 +302,7 @@ type Figures struct {
 	// OrderViolations and RestartViolations the findings; Refusals the
 	// requests not answered with IDs, of which Refused the ones the node
 	// refused (it answered) and Down the ones sent while the node was
-	// down (restarting, or not yet started).
+	// down (restarting, or not yet started) or that it went down during.
 	Requests          uint64  `json:"requests"`
 	IDs               uint64  `json:"ids"`
 	Duplicates        uint64  `json:"duplicates"`
@@ -418,6 +421,12 @@ type NodeResult struct {
 	MaxWait      Duration `json:"max_wait_seconds"`
 	MaxLead      Duration `json:"max_lead_seconds"`
 	MaxLeadOwn   Duration `json:"max_lead_own_seconds"`
+}
+
+// CallError is one error text calls failed with, and how many.
+type CallError struct {
+	Text  string `json:"text"`
+	Count uint64 `json:"count"`
 }
 
 // DuplicateResult is one ID issued twice.

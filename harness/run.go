@@ -83,6 +83,10 @@ type run struct {
 		violations     []ViolationResult
 		violated       int
 		seenViolations map[target.Node]int
+		// callErrors counts the calls that failed with each error text
+		// (the first maxCallErrors texts; the rest under otherErrors).
+		callErrors  map[string]uint64
+		otherErrors uint64
 	}
 	// nwatch counts reach watches, so that calls skip the check without
 	// the lock while there are none.
@@ -367,6 +371,9 @@ func (r *run) record(c *view, client int, arrive, end time.Duration, ids *idBuf,
 	}
 	r.mu.Lock()
 	f := ids.observe(r.mu.v, o)
+	if err != nil && !errors.Is(err, target.ErrStopped) {
+		r.noteErrorLocked(err)
+	}
 	if ids.len() > 0 {
 		r.noteIDsLocked(c.issuer, o.RefStart, o.RefEnd)
 	}
@@ -407,6 +414,9 @@ func (r *run) call(c *view, client int, arrive time.Duration, buf *idBuf, now fu
 	end = now()
 	own2 := ownOffset(c)
 	r.checkLease(c, end, buf)
+	if errors.Is(err, target.ErrStopped) {
+		r.down.Add(1) // the node went down during the call (a kill -9 the harness sent)
+	}
 	r.record(c, client, arrive, end, buf, err, max(own, own2))
 	if r.nwatch.Load() > 0 {
 		r.observeReach(c, arrive, end, buf, own, own2)
@@ -525,6 +535,7 @@ func (r *run) finish(res *Result, events uint64) {
 	if judged != nil {
 		res.Checks = append(res.Checks, judgeCheck(*judged, res.Figures))
 	}
+	res.CallErrors = callErrors(r.mu.callErrors, r.mu.otherErrors)
 	judgeEvidence(res, r.mu.violated, r.mu.violations)
 	res.Verdict = Pass
 	counted := 0

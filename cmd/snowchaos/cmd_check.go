@@ -43,21 +43,22 @@ no fault: its ready line, the kind of its IDs, a Snowflake's layout and
 epoch, how long it takes to start; check prints what it assumed.
 
 Exit status: 0 when every row kept the promises (--promise), 1 when a row
-broke one, 2 when a row is unknown, or clock faults cannot reach CMD (a Go
-binary, a statically linked one), or the input is invalid.
+broke one (even if another is unknown), 2 when a row is unknown and none
+broke a promise, or clock faults cannot reach CMD (a Go binary, a
+statically linked one), or the input is invalid.
 
 flags:
 `
 
 // checkFlags are the parsed flags of snowchaos check.
 type checkFlags struct {
-	http, timeURL, format, field, id, layout, epoch string
-	workerEnv, goBuild, dir, promise, only, skip    string
-	html, junit, scenarios                          string
-	json                                            bool
-	rate, batch                                     int
-	timeout                                         time.Duration
-	env                                             multiFlag
+	http, timeURL, format, field, id, layout, epoch, ready string
+	workerEnv, goBuild, dir, promise, only, skip           string
+	html, junit, scenarios                                 string
+	json                                                   bool
+	rate, batch                                            int
+	timeout                                                time.Duration
+	env                                                    multiFlag
 }
 
 // multiFlag is a repeatable string flag.
@@ -72,6 +73,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fl.StringVar(&f.http, "http", "", "the command serves IDs over HTTP at this URL: {port} is a free port it must listen on (also in $PORT), {n} the count, e.g. http://127.0.0.1:{port}/ids?count={n}")
 	fl.StringVar(&f.format, "format", "", "with --http: lines (default), json-array or json-field")
 	fl.StringVar(&f.field, "field", "", "with --format json-field: the field that holds the IDs")
+	fl.StringVar(&f.ready, "ready", "", "the line the command prints once it takes requests (default: found out, the last line it prints before it falls silent)")
 	fl.StringVar(&f.timeURL, "time-url", "", "with --http: a URL answering the process's clock reading, e.g. http://127.0.0.1:{port}/time")
 	fl.StringVar(&f.id, "id", "", "the IDs' kind: decimal, uuidv7, ulid, uuidv4, uuid or string (default: from the first IDs)")
 	fl.StringVar(&f.layout, "layout", "", "a decimal Snowflake's layout, a preset or T/N/S[@tick] (default: the preset whose node field holds the worker ID)")
@@ -103,7 +105,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if f.json {
 		info = stderr
 	}
-	fmt.Fprintf(info, "snowchaos check: %s\n", strings.Join(cfg.Command, " "))
+	header := strings.Join(cfg.Command, " ")
+	if f.goBuild != "" {
+		header += " ({bin}: " + f.goBuild + " rebuilt with the runtime clock overlay)"
+		fmt.Fprintf(stderr, "snowchaos check: rebuilding %s with the clock overlay (a minute or so, once)\n", f.goBuild)
+	}
+	fmt.Fprintf(info, "snowchaos check: %s\n", header)
 	cfg, notes, err := check.Detect(ctx, cfg)
 	for _, n := range notes {
 		fmt.Fprintf(info, "  assumed: %s\n", n)
@@ -213,7 +220,10 @@ func (f *checkFlags) config(cmd []string) (check.Config, []string, []string, err
 		return cfg, nil, nil, fmt.Errorf("--dir %s: not a directory", f.dir)
 	}
 	cfg = check.Config{Command: cmd, Dir: dir, ID: f.id, Layout: f.layout, Epoch: f.epoch, WorkerEnv: f.workerEnv,
-		Env: f.env, GoBuild: f.goBuild, Rate: f.rate, Batch: f.batch, Timeout: f.timeout, TimeURL: f.timeURL, Format: f.format, Field: f.field}
+		Env: f.env, GoBuild: f.goBuild, Rate: f.rate, Batch: f.batch, Timeout: f.timeout, TimeURL: f.timeURL, Format: f.format, Field: f.field, Ready: f.ready}
+	if strings.ContainsAny(f.ready, "\r\n") {
+		return cfg, nil, nil, fmt.Errorf("--ready %q: want one line", f.ready)
+	}
 	switch {
 	case f.rate < 1 || f.rate > 100_000:
 		return cfg, nil, nil, fmt.Errorf("--rate %d: want 1 to 100000", f.rate)
@@ -285,19 +295,34 @@ func (f *checkFlags) config(cmd []string) (check.Config, []string, []string, err
 func printRows(w io.Writer, rows []check.Row, promises []string) {
 	fmt.Fprintf(w, "\n  %-22s %s\n", "fault", "result")
 	for _, r := range rows {
-		mark := ""
+		var broke, other []string
 		for _, p := range r.Broken {
 			if slices.Contains(promises, p) {
-				mark = "   <- broke: " + strings.Join(r.Broken, ", ")
-				break
+				broke = append(broke, p)
+			} else {
+				other = append(other, p)
 			}
+		}
+		mark := ""
+		if len(broke) > 0 {
+			mark = "   <- broke: " + strings.Join(broke, ", ")
+		}
+		if len(other) > 0 {
+			mark += "   (not promised: " + strings.Join(other, ", ") + ")"
 		}
 		fmt.Fprintf(w, "  %-22s %s%s\n", r.Fault, r.Cell, mark)
 		if r.Reason != "" {
 			fmt.Fprintf(w, "  %-22s   why unknown: %s\n", "", r.Reason)
 		}
+		if r.Result != nil {
+			f := r.Result.Figures
+			if f.Refusals > f.Refused+f.Down && len(r.Result.CallErrors) > 0 {
+				e := r.Result.CallErrors[0]
+				fmt.Fprintf(w, "  %-22s   errors: %d x %s\n", "", e.Count, e.Text)
+			}
+		}
 	}
-	fmt.Fprintf(w, "\n  (N dup: IDs issued twice; N order: IDs below their predecessor from the same process; N restart: IDs after a restart below one before it; refused N: calls it refused; down N: calls sent while it was being started again)\n")
+	fmt.Fprintf(w, "\n  (N dup: IDs issued twice; N order: IDs below their predecessor from the same process; N restart: IDs after a restart below one before it; refused N: calls it refused; down N: calls sent while it was being started again; error N: calls that failed otherwise, the commonest error shown)\n")
 }
 
 // checkJSON writes the rows, the verdict and the harness's report.

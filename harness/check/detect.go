@@ -20,6 +20,10 @@ import (
 // be unknown, so check stops before running them.
 var ErrUnreachable = errors.New("check: clock faults cannot reach the command")
 
+// sniffWaitHint is how long Sniff waits for a ready line before it sends
+// the first request (exec's sniffWait).
+const sniffWaitHint = 2 * time.Second
+
 // knownEpochs are the epochs generators commonly use, which a detected
 // epoch is snapped to when within snapEpoch of one; otherwise it is
 // snapped to a midnight UTC within snapEpoch, else kept to the
@@ -64,7 +68,7 @@ func Detect(ctx context.Context, cfg Config) (Config, []string, error) {
 	if cfg.Format == "" && cfg.Protocol == scenario.ProtocolHTTP {
 		cfg.Format = scenario.FormatLines
 	}
-	x := &scenario.Exec{Command: cfg.Command, Dir: cfg.Dir, Protocol: cfg.Protocol, Request: "{n}", URL: cfg.URL,
+	x := &scenario.Exec{Command: cfg.Command, Dir: cfg.Dir, Protocol: cfg.Protocol, Request: "{n}", URL: cfg.URL, Ready: cfg.Ready,
 		Format: cfg.Format, Field: cfg.Field, ID: scenario.IDDecimal, Clock: cfg.Clock, GoBuild: cfg.GoBuild,
 		TimeURL: cfg.TimeURL, TimeRequest: "time", Timeout: 10 * time.Second, StartTimeout: 60 * time.Second, MaxBatch: 1000}
 	if cfg.Timeout > 0 {
@@ -99,7 +103,9 @@ func Detect(ctx context.Context, cfg Config) (Config, []string, error) {
 	}
 	if cfg.Protocol == scenario.ProtocolStdio && cfg.Ready == "" {
 		cfg.Ready = s.Ready
-		if s.Ready != "" {
+		if s.Ready != "" && s.StartTime > sniffWaitHint {
+			notes = append(notes, fmt.Sprintf("it prints %q once it takes requests (late: only after the first request came; --ready %q says so)", s.Ready, s.Ready))
+		} else if s.Ready != "" {
 			notes = append(notes, fmt.Sprintf("it prints %q once it takes requests (its last line before it waited for one)", s.Ready))
 		} else {
 			notes = append(notes, "it prints nothing before its first request: requests wait for it to answer")
@@ -123,7 +129,7 @@ func Detect(ctx context.Context, cfg Config) (Config, []string, error) {
 		notes = append(notes, why)
 	}
 	if cfg.ID == scenario.IDDecimal && (cfg.Layout == "" || cfg.Epoch == "") {
-		layout, epoch, why := detectLayout(s.IDs, cfg.Layout, cfg.Epoch, time.Now())
+		layout, epoch, why := detectLayout(s.IDs, cfg.Layout, cfg.Epoch, time.Unix(0, s.IDsAt))
 		cfg.Layout, cfg.Epoch = layout, epoch
 		notes = append(notes, why)
 	}

@@ -142,7 +142,11 @@ func (c clockCtl) Diagnose(ctx context.Context) string {
 	if err != nil {
 		return "the probe beside the process: " + err.Error()
 	}
-	return fmt.Sprintf("the probe beside the process (%s) reads offset %s as the model does", n.probeName(), scenario.FormatDuration(got))
+	s := fmt.Sprintf("the probe beside the process (%s) reads offset %s as the model does", n.probeName(), scenario.FormatDuration(got))
+	if n.x.Clock == scenario.ClockFaketime {
+		s += ": libfaketime works here, so a process it does not reach reads its clock without the C library (as bash's $EPOCHREALTIME does); read the clock through the library (date +%s%N, a language runtime's clock)"
+	}
+	return s
 }
 
 // probeName names the probe's program.

@@ -403,6 +403,7 @@ func (n *node) Stop(ctx context.Context, o target.StopOptions) error {
 	if p == nil {
 		return nil
 	}
+	p.stopped.Store(true)
 	if o.Graceful {
 		syscall.Kill(-p.pid(), syscall.SIGTERM)
 		select {

@@ -41,6 +41,9 @@ type proc struct {
 	// reached is set once the route's interposer was seen mapped in the
 	// process's group (a library once loaded stays loaded).
 	reached atomic.Bool
+	// stopped is set when the harness stops the process (a restart, the
+	// end of the run): a call it cuts short found the node going down.
+	stopped atomic.Bool
 
 	// stdio
 	io    sync.Mutex // one exchange at a time
@@ -149,9 +152,12 @@ func (p *proc) usable() error {
 	if why := p.down.Load(); why != nil {
 		return fmt.Errorf("%w: %s", target.ErrStopped, *why)
 	}
+	if p.stopped.Load() {
+		return fmt.Errorf("%w: process %d was stopped by the harness", target.ErrStopped, p.pid())
+	}
 	select {
 	case <-p.exited:
-		return fmt.Errorf("%w: process %d exited (%s); stderr:\n%s", target.ErrStopped, p.pid(), p.cmd.ProcessState, p.stderr.String())
+		return fmt.Errorf("process %d exited (%s); stderr:\n%s", p.pid(), p.cmd.ProcessState, p.stderr.String())
 	default:
 	}
 	return nil
@@ -220,7 +226,11 @@ func (p *proc) next(timer <-chan time.Time, done <-chan struct{}, node string, t
 		case <-p.exited:
 		case <-time.After(time.Second):
 		}
-		return line{}, fmt.Errorf("%w: exec: node %s: process %d closed its output (%s); stderr:\n%s", target.ErrStopped, node, p.pid(), p.cmd.ProcessState, p.stderr.String())
+		if p.stopped.Load() {
+			// The harness stopped it (a restart's kill -9) during the call.
+			return line{}, fmt.Errorf("%w: exec: node %s: process %d was stopped by the harness during the call", target.ErrStopped, node, p.pid())
+		}
+		return line{}, fmt.Errorf("exec: node %s: process %d closed its output (%s); stderr:\n%s", node, p.pid(), p.cmd.ProcessState, p.stderr.String())
 	case <-timer:
 	case <-done:
 	}

@@ -116,7 +116,7 @@ func reach(members []member, needle, route string) string {
 		if m.maps == nil {
 			why = "memory map unreadable"
 		} else if !mapsHave(m.maps, "ld-linux") && !mapsHave(m.maps, "libc.so") {
-			why = "statically linked: LD_PRELOAD has no effect"
+			why = "statically linked: LD_PRELOAD has no effect (link it dynamically for the test)"
 		}
 		if m.exe != "" {
 			if ok, v := goclock.IsGoBinary(m.exe); ok {

@@ -35,7 +35,7 @@ func ParseReading(s string) (ns int64, res time.Duration, err error) {
 	if strings.ContainsAny(s, "T-:") {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			return 0, 0, fmt.Errorf("%w: %q: %v", ErrNotReading, clip(s), err)
+			return 0, 0, fmt.Errorf("%w: %q (want Unix seconds such as 1767225600.123, an integer of ms, µs or ns, or RFC 3339 such as 2026-01-01T00:00:00.123Z)", ErrNotReading, clip(s))
 		}
 		res := time.Second
 		if i := strings.IndexByte(s, '.'); i >= 0 {

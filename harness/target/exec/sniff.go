@@ -24,8 +24,10 @@ type Sniffed struct {
 	// StartTime is how long it took from exec to that line (or to the
 	// port, over HTTP; to its first answer without either).
 	StartTime time.Duration
-	// IDs are its answer to a request for three IDs.
-	IDs []string
+	// IDs are its answer to a request for three IDs; IDsAt the real time
+	// (Unix ns) the last of them arrived.
+	IDs   []string
+	IDsAt int64
 	// Refused is its refusal line, when it refused that request.
 	Refused string
 	// Time is its answer to the time request; TimeErr why it gave none.
@@ -50,11 +52,14 @@ const (
 // no fault, and reports what it showed: its ready line, how long it took
 // to start, three IDs (text as answered, not yet parsed), its answer to
 // the time request, whether the route reaches it and the Go binaries in
-// its group. x.Ready is ignored (found out); x.ID need not be right (the
-// IDs are returned as text).
+// its group. Without x.Ready the ready line is found out: the last line
+// the process printed before it fell silent, or, when it printed its first
+// line only after the request came, a line that is no ID before three that
+// are. x.ID need not be right (the IDs are returned as text).
 func Sniff(ctx context.Context, x *scenario.Exec, worker int64) (Sniffed, error) {
 	c := *x
-	c.Ready, c.Time = "", scenario.TimeOff
+	c.Time = scenario.TimeOff
+	given := c.Ready
 	if c.TimeRequest == "" {
 		c.TimeRequest = "time"
 	}
@@ -79,15 +84,21 @@ func Sniff(ctx context.Context, x *scenario.Exec, worker int64) (Sniffed, error)
 	n.mu.p = p
 	n.mu.Unlock()
 	var s Sniffed
-	if n.stdio() {
-		s.Ready = sniffReady(p, c.StartTimeout)
+	readyAt := nowNs()
+	switch {
+	case given != "":
+		s.Ready = given
+	case n.stdio():
+		s.Ready, readyAt = sniffReady(p, c.StartTimeout)
 	}
-	s.StartTime = time.Duration(nowNs() - p.started)
+	s.StartTime = time.Duration(readyAt - p.started)
+	early := s.Ready
 	if err := sniffIDs(ctx, n, p, &s); err != nil {
 		return s, err
 	}
-	if s.Ready == "" && n.stdio() {
-		s.StartTime = time.Duration(nowNs() - p.started)
+	if early == "" && n.stdio() {
+		// No line before the first request: started once it answered.
+		s.StartTime = time.Duration(s.IDsAt - p.started)
 	}
 	members := groupMembers(p.pid())
 	for _, m := range members {
@@ -112,23 +123,23 @@ func Sniff(ctx context.Context, x *scenario.Exec, worker int64) (Sniffed, error)
 }
 
 // sniffReady waits for a stdio process's output to start and then to fall
-// silent for sniffQuiet, and returns its last line: the line it prints
-// once it takes requests. Nothing within sniffWait (or start) means no
-// ready line.
-func sniffReady(p *proc, start time.Duration) string {
+// silent for sniffQuiet, and returns its last line, the line it prints
+// once it takes requests, and when it came. Nothing within sniffWait (or
+// start) means no ready line.
+func sniffReady(p *proc, start time.Duration) (string, int64) {
 	wait := time.NewTimer(min(start, sniffWait))
 	defer wait.Stop()
-	last := ""
+	last, at := "", nowNs()
 	for {
 		select {
 		case l, ok := <-p.lines:
 			if !ok {
-				return last
+				return last, at
 			}
-			last = l.text
+			last, at = l.text, nowNs()
 			wait.Reset(sniffQuiet)
 		case <-wait.C:
-			return last
+			return last, at
 		}
 	}
 }
@@ -150,7 +161,7 @@ func sniffIDs(ctx context.Context, n *node, p *proc, s *Sniffed) error {
 		if err != nil {
 			return fmt.Errorf("%s answered 200 with %q: %w", u, clip(string(body)), err)
 		}
-		s.IDs = got
+		s.IDs, s.IDsAt = got, nowNs()
 		return nil
 	}
 	req := n.expand(n.x.Request, p.port, count)
@@ -159,7 +170,8 @@ func sniffIDs(ctx context.Context, n *node, p *proc, s *Sniffed) error {
 	if err := p.write(req, n.x.Timeout); err != nil {
 		return fmt.Errorf("writing %q: %w", req, err)
 	}
-	for range count {
+	var lines []string
+	for len(lines) < count {
 		l, err := p.next(timer.C, ctx.Done(), n.spec.Name, n.x.Timeout)
 		if err != nil {
 			return fmt.Errorf("asked for %d IDs (%q): %w; stderr:\n%s", count, req, err, p.stderr.String())
@@ -168,9 +180,39 @@ func sniffIDs(ctx context.Context, n *node, p *proc, s *Sniffed) error {
 			s.Refused = msg
 			return nil
 		}
-		s.IDs = append(s.IDs, strings.TrimSpace(l.text))
+		lines = append(lines, strings.TrimSpace(l.text))
+		s.IDsAt = nowNs()
+		// A line that is no ID before lines that are: a ready line the
+		// process printed only once the request came (a slow start).
+		if len(lines) == count && s.Ready == "" && !idLike(lines[0]) && idLike(lines[1]) {
+			late := time.NewTimer(sniffQuiet)
+			select {
+			case l, ok := <-p.lines:
+				if ok && idLike(strings.TrimSpace(l.text)) {
+					s.Ready, lines = lines[0], append(lines[1:], strings.TrimSpace(l.text))
+					s.IDsAt = nowNs()
+				}
+			case <-late.C:
+			}
+			late.Stop()
+		}
 	}
+	s.IDs = lines
 	return nil
+}
+
+// idLike reports whether a line looks like an ID of a kind the harness
+// knows (a decimal Snowflake, a UUID, a ULID): what a ready line is not.
+func idLike(s string) bool {
+	if _, err := verify.ParseSnowflake(s); err == nil {
+		return true
+	}
+	for _, k := range []verify.Kind{verify.KindUUID, verify.KindULID} {
+		if _, err := verify.Parse128(k, s); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // nowNs reads the real wall clock.
