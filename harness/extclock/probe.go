@@ -161,10 +161,12 @@ func (p *Probe) PID() int {
 }
 
 // Agrees reads the process's offset through p and reports an error unless
-// it matches h's model within tol plus half the probe's round trip. The
-// model is read on both sides of the probe, since under a freeze it falls
-// with real time; the reading must lie between.
+// it matches h's model within tol plus half the probe's round trip (plus
+// the lead a held freeze stands ahead by, Host.Lead). The model is read on
+// both sides of the probe, since under a freeze it falls with real time;
+// the reading must lie between.
 func (p *Probe) Agrees(ctx context.Context, h *Host, tol time.Duration) (time.Duration, error) {
+	tol += h.Lead()
 	before := h.Clock.Offset()
 	got, half, err := p.Offset(ctx)
 	if err != nil {

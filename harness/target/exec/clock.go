@@ -138,7 +138,7 @@ func (c clockCtl) Diagnose(ctx context.Context) string {
 	if n.probe == nil {
 		return "no probe beside the process"
 	}
-	got, err := n.probe.Agrees(ctx, n.host, OffsetTolerance+n.host.Lead())
+	got, err := n.probe.Agrees(ctx, n.host, OffsetTolerance)
 	if err != nil {
 		return "the probe beside the process: " + err.Error()
 	}
