@@ -15,7 +15,6 @@ import (
 
 	"github.com/snowchaos/snowchaos/harness"
 	"github.com/snowchaos/snowchaos/harness/check"
-	"github.com/snowchaos/snowchaos/harness/report"
 	"github.com/snowchaos/snowchaos/harness/scenario"
 	"github.com/snowchaos/snowchaos/harness/target/exec"
 	"github.com/snowchaos/snowchaos/verify"
@@ -184,17 +183,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "\nverdict: %s (exit %d)\n", verdict, code)
 	}
 	fmt.Fprintf(stderr, "snowchaos check: ran in %s\n", time.Since(began).Round(time.Second))
-	for _, out := range []struct {
-		path   string
-		render func(io.Writer, *harness.Report) error
-	}{{f.junit, report.JUnit}, {f.html, report.HTML}} {
-		if out.path == "" {
-			continue
-		}
-		if err := runWriteFile(out.path, rep, out.render); err != nil {
-			fmt.Fprintf(stderr, "snowchaos check: %v\n", err)
-			return exitInvalid
-		}
+	if err := writeReports(rep, f.junit, f.html); err != nil {
+		fmt.Fprintf(stderr, "snowchaos check: %v\n", err)
+		return exitInvalid
 	}
 	if ctx.Err() != nil {
 		return exitInvalid

@@ -190,17 +190,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// On stderr, so that stdout is the report alone: byte-identical for a
 	// simulated run with the same seed.
 	fmt.Fprintf(stderr, "snowchaos run: ran in %s\n", elapsed.Round(time.Millisecond))
-	for _, out := range []struct {
-		path   string
-		render func(io.Writer, *harness.Report) error
-	}{{f.junit, report.JUnit}, {f.html, report.HTML}} {
-		if out.path == "" {
-			continue
-		}
-		if err := runWriteFile(out.path, rep, out.render); err != nil {
-			fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
-			return exitInvalid
-		}
+	if err := writeReports(rep, f.junit, f.html); err != nil {
+		fmt.Fprintf(stderr, "snowchaos run: %v\n", err)
+		return exitInvalid
 	}
 	if hist != nil {
 		if err := hist.Close(); err != nil {
@@ -372,6 +364,23 @@ func loadSuite(args []string) ([]*scenario.Scenario, error) {
 		return nil, errors.New(strings.Join(errs, "\n"))
 	}
 	return suite, nil
+}
+
+// writeReports writes the JUnit and HTML reports to their files, each
+// when its path is set.
+func writeReports(rep *harness.Report, junit, html string) error {
+	for _, out := range []struct {
+		path   string
+		render func(io.Writer, *harness.Report) error
+	}{{junit, report.JUnit}, {html, report.HTML}} {
+		if out.path == "" {
+			continue
+		}
+		if err := runWriteFile(out.path, rep, out.render); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func runWriteFile(path string, rep *harness.Report, render func(io.Writer, *harness.Report) error) error {
