@@ -324,11 +324,11 @@ func Measure(c Contender, g int) Result {
 
 // Machine describes where a table was measured.
 type Machine struct {
-	CPU        string
-	Cores      int
-	Go         string
-	OS         string
-	Postgres   string
+	CPU       string
+	Cores     int
+	Go        string
+	OS        string
+	Postgres  string
 	Load      string // /proc/loadavg's 1-minute figure at the start
 	BenchTime time.Duration
 }
