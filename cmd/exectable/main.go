@@ -12,8 +12,9 @@
 // "<!-- exec-table begin -->" and "<!-- exec-table end -->" in that file.
 // With -repeat N the table is run N times (the i-th with every seed plus
 // i): the cells show the first run, and under the table every cell whose
-// verdict words (survived, dup, order, restart, refused, down, error, no
-// IDs, UNKNOWN) differed between the runs is listed with each run's cell.
+// verdict words (survived, dup, order, restart, refused, no IDs, UNKNOWN:
+// report.CellWords) differed between the runs is listed with each run's
+// cell.
 //
 // Whatever a library does wrong is shown as found; the exit status judges
 // only the harness and its controls: 2 when a fault could not be confirmed

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/snowchaos/snowchaos/harness"
@@ -54,17 +53,34 @@ func Cell(r *harness.Result, md bool) string {
 }
 
 // CellWords returns a cell's verdict words without their counts ("dup,
-// order, refused"): what must not change when a fault is run again.
+// order", "refused", "survived", with ", UNKNOWN" for an unknown run):
+// what must not change when a fault is run again. The calls sent while the
+// harness restarted a process ("down") and the calls that failed otherwise
+// ("error") are left out: how many there are, and whether there are any,
+// depends on how long a start takes on a loaded machine, not on what the
+// generator did.
 func CellWords(r *harness.Result) string {
+	f := r.Figures
 	var out []string
-	for _, part := range strings.Split(Cell(r, false), ", ") {
-		var w []string
-		for _, f := range strings.Fields(part) {
-			if _, err := strconv.Atoi(f); err != nil {
-				w = append(w, f)
-			}
+	for _, w := range []struct {
+		on   bool
+		word string
+	}{
+		{f.Duplicates > 0, "dup"},
+		{f.OrderViolations > 0, "order"},
+		{f.RestartViolations > 0, "restart"},
+		{f.IDs == 0, "no IDs"},
+		{f.Refused > 0, "refused"},
+	} {
+		if w.on {
+			out = append(out, w.word)
 		}
-		out = append(out, strings.Join(w, " "))
+	}
+	if len(out) == 0 {
+		out = append(out, "survived")
+	}
+	if r.Verdict == harness.Unknown {
+		out = append(out, "UNKNOWN")
 	}
 	return strings.Join(out, ", ")
 }
