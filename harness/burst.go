@@ -17,7 +17,6 @@ import (
 // burstSpan is one window of back-to-back sending.
 type burstSpan struct {
 	from, to time.Duration
-	all      bool // a window for every node (a total-load client's)
 }
 
 // burstSpans returns the burst windows of each declared node (by slot

@@ -681,7 +681,7 @@ type reachState int
 const (
 	// notReached: the evidence shows the fault did not reach the node,
 	// or cannot be had.
-	notReached reachState = iota
+	_ reachState = iota
 	// reached: the node's own clock reading shows the fault.
 	reached
 	// pendingReach: the node offers no reading of its own; its IDs decide.

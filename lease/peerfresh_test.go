@@ -48,7 +48,7 @@ func slowPeer(t *testing.T, f *fleet) *lease.Keeper {
 // acquireDriven runs k.Acquire while moving the fleet's time on whenever
 // it sleeps, the peers renewing as they are due; it returns Acquire's
 // result and how much time passed.
-func acquireDriven(t *testing.T, f *fleet, k *lease.Keeper) (lease.Lease, error, time.Duration) {
+func acquireDriven(t *testing.T, f *fleet, k *lease.Keeper) (lease.Lease, time.Duration, error) {
 	t.Helper()
 	type result struct {
 		l   lease.Lease
@@ -64,7 +64,7 @@ func acquireDriven(t *testing.T, f *fleet, k *lease.Keeper) (lease.Lease, error,
 		select {
 		case r := <-done:
 			_, end := f.clock.Now()
-			return r.l, r.err, time.Duration(end - start)
+			return r.l, time.Duration(end - start), r.err
 		default:
 		}
 		var finished bool
@@ -104,7 +104,7 @@ func TestPeerCheckJudgesFreshReports(t *testing.T) {
 		f := newFleet(t)
 		slowPeer(t, f)
 		k, events := f.newcomer(960*time.Millisecond, nil)
-		l, err, waited := acquireDriven(t, f, k)
+		l, waited, err := acquireDriven(t, f, k)
 		if err != nil {
 			t.Fatalf("Acquire = %v, want a start judged on the peer's renewal", err)
 		}
@@ -123,7 +123,7 @@ func TestPeerCheckJudgesFreshReports(t *testing.T) {
 		f := newFleet(t)
 		slowPeer(t, f)
 		k, _ := f.newcomer(1200*time.Millisecond, nil)
-		_, err, _ := acquireDriven(t, f, k)
+		_, _, err := acquireDriven(t, f, k)
 		var pe *lease.PeerClockSkewError
 		if !errors.As(err, &pe) || !pe.Check.Fresh || pe.Check.Skew != 1200*time.Millisecond {
 			t.Fatalf("Acquire = %v, want a refusal on the fresh report at skew 1.2s", err)
@@ -134,7 +134,7 @@ func TestPeerCheckJudgesFreshReports(t *testing.T) {
 		slowPeer(t, f)
 		f.peers = nil // the peer hangs: no renewal reaches the store before its lease runs out
 		k, _ := f.newcomer(960*time.Millisecond, nil)
-		_, err, waited := acquireDriven(t, f, k)
+		_, waited, err := acquireDriven(t, f, k)
 		var pe *lease.PeerClockSkewError
 		if !errors.As(err, &pe) || pe.Check.Fresh || pe.Check.Skew != 1020*time.Millisecond {
 			t.Fatalf("Acquire = %v, want the first refusal", err)

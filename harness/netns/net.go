@@ -202,7 +202,7 @@ func Create(ctx context.Context, cfg Config) (_ *Net, err error) {
 	if _, err := run(ctx, nil, "ip", "netns", "add", n.hub); err != nil {
 		return n, err
 	}
-	if _, err := run(ctx, []byte(fmt.Sprintf("link set lo up\nlink add br0 type bridge\nlink set br0 up\n")), "ip", "-n", n.hub, "-batch", "-"); err != nil {
+	if _, err := run(ctx, []byte("link set lo up\nlink add br0 type bridge\nlink set br0 up\n"), "ip", "-n", n.hub, "-batch", "-"); err != nil {
 		return n, err
 	}
 	n.Caps = probeCaps(ctx, n.hub)

@@ -321,7 +321,7 @@ func TestKeeperFencesWhenStoreGoesAway(t *testing.T) {
 	if l, _ := k.Lease(); l.Token != first.Token {
 		t.Errorf("recovered with token %d, want the same lease %d", l.Token, first.Token)
 	}
-	t.Logf("renewed the same lease with %v left of the margin", until.Sub(time.Now()).Round(time.Millisecond))
+	t.Logf("renewed the same lease with %v left of the margin", time.Until(until).Round(time.Millisecond))
 
 	// Outage 2, longer than the TTL: the store expires the lease; on
 	// return the Keeper re-acquires and asks for a rebuild.
