@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/snowchaos/snowchaos/faults"
@@ -98,6 +99,10 @@ type procNode struct {
 	host  *Host
 	disk  disk
 	crash crashState
+	// kills counts the stops that were crashes: a call in flight when one
+	// came is not answered (a killed process sends nothing), whatever the
+	// old generator still computes.
+	kills atomic.Uint64
 
 	mu struct {
 		sync.RWMutex
@@ -213,7 +218,7 @@ func (n *procNode) LeaseStats() lease.Counters {
 // base clock, for the pause to end, as a paused guest would.
 func (n *procNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 	n.mu.RLock()
-	nd, ref := n.mu.node, n.mu.ref
+	nd, ref, kills := n.mu.node, n.mu.ref, n.kills.Load()
 	n.mu.RUnlock()
 	var is issuer
 	switch {
@@ -248,6 +253,13 @@ func (n *procNode) Issue(ctx context.Context, dst []generator.ID) (int, error) {
 	if n.crash.leave(tok) {
 		return 0, ErrCrashed // the process died before it answered
 	}
+	if n.kills.Load() != kills {
+		// Killed during the call: the old process is gone, and what it
+		// would have answered never reaches the client. Left to answer,
+		// it would issue beside its successor, from a mark its successor
+		// loaded before it saved the next one.
+		return 0, ErrStopped
+	}
 	if errors.Is(err, node.ErrStopped) {
 		err = ErrStopped
 	}
@@ -271,6 +283,9 @@ func (n *procNode) Stop(ctx context.Context, o StopOptions) error {
 	n.mu.Lock()
 	nd, ref := n.mu.node, n.mu.ref
 	n.mu.node, n.mu.ref = nil, nil
+	if !o.Graceful {
+		n.kills.Add(1)
+	}
 	n.mu.Unlock()
 	var err error
 	if ref != nil && o.Graceful {

@@ -272,3 +272,56 @@ func TestLeaseRebind(t *testing.T) {
 		t.Fatalf("start in a full range: %v, want ErrAllTaken", err)
 	}
 }
+
+// TestKillDropsCallInFlight: a call waiting inside the generator when its
+// process is killed is not answered, whatever the old generator computes
+// once its wait ends: a killed process sends nothing, and its answer would
+// repeat IDs its successor issues from the mark it loaded before the kill.
+func TestKillDropsCallInFlight(t *testing.T) {
+	ctx := context.Background()
+	v := faults.NewVirtual(start, false)
+	tg, _ := target.Lookup(target.InProcessName)
+	sp := spec("a")
+	sp.Policy = generator.PolicyWait
+	sp.MaxWait = time.Second
+	n, err := tg.Start(ctx, sp, target.Env{Base: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	issue(t, n, 3) // saves a mark 50 ms ahead
+	if err := n.Stop(ctx, target.StopOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		k   int
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		k, err := n.Issue(ctx, make([]generator.ID, 1)) // waits out the mark
+		done <- answer{k, err}
+	}()
+	if !v.BlockUntilWaiters(1, 5*time.Second) {
+		t.Fatal("the call did not wait for the stored mark")
+	}
+	if err := n.Stop(ctx, target.StopOptions{}); err != nil { // kill -9
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v.Advance(200 * time.Millisecond)
+	select {
+	case a := <-done:
+		if a.k != 0 || !errors.Is(a.err, target.ErrStopped) {
+			t.Fatalf("the killed incarnation answered %d IDs, err %v; want none, ErrStopped", a.k, a.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call in flight never returned")
+	}
+	issue(t, n, 1)
+}
