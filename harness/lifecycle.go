@@ -969,6 +969,13 @@ func (l *lifecycle) clone(fi int, src *slot) {
 			note = " (the lease gave it another)"
 		}
 		l.detail(fi, fmt.Sprintf("%s: clone of %s%s started with worker %d%s", name, src.name, same, sl.node.Worker(), note))
+		if sl.worker == src.worker && scenario.LeaseKind(sl.spec.Lease) == scenario.LeaseNone {
+			// Without a lease nothing is meant to keep the two apart;
+			// with one, keeping them out of each other's ticks is the
+			// lease's work (fencing, the handoff guard), not a gap in
+			// the evidence.
+			l.watchOverlap(fi, src, sl)
+		}
 	case errors.Is(err, lease.ErrAllTaken):
 		l.detail(fi, fmt.Sprintf("%s: clone of %s%s refused a worker ID by the lease", name, src.name, same))
 	case errors.Is(err, lease.ErrPeerClockSkew):
@@ -995,6 +1002,7 @@ func (l *lifecycle) clone(fi int, src *slot) {
 func (l *lifecycle) cloneEnd(sl *slot) {
 	sl.host.advance(l.d.now())
 	sl.alive = false // published with the stop: its clients end, sending nothing more
+	l.endOverlap(sl.idx)
 	_ = l.stopSlot(sl, target.StopOptions{}, "clone ended")
 }
 

@@ -77,6 +77,9 @@ type run struct {
 		// (evidence.go); inc the incarnations by issuer.
 		watches []*reachWatch
 		inc     []incStats
+		// overlaps are the clones sharing their source's worker ID
+		// (overlap.go).
+		overlaps []*overlap
 		// violations are the protocol violations collected so far (the
 		// first maxViolationResults; violated counts them all), and
 		// seenViolations how many each node has reported.
@@ -91,6 +94,8 @@ type run struct {
 	// nwatch counts reach watches, so that calls skip the check without
 	// the lock while there are none.
 	nwatch atomic.Int64
+	// noverlap counts the open overlap watches, for the same reason.
+	noverlap atomic.Int64
 	// down counts requests sent while their node was down.
 	down atomic.Uint64
 
@@ -421,6 +426,9 @@ func (r *run) call(c *view, client int, arrive time.Duration, buf *idBuf, now fu
 	if r.nwatch.Load() > 0 {
 		r.observeReach(c, arrive, end, buf, own, own2)
 	}
+	if r.noverlap.Load() > 0 {
+		r.observeOverlap(c, buf)
+	}
 	if err != nil && protocolError(err) {
 		r.collectViolations(c.node, c.sl.name, c.incarnation)
 	}
@@ -499,6 +507,7 @@ func (r *run) finish(res *Result, events uint64) {
 	}
 	judged := r.judge()
 	r.settleReach()
+	r.settleOverlap()
 	if re, ok := r.tgt.(target.RunEnder); ok {
 		_ = re.EndRun(context.Background(), r.runID) // best effort: leftover state does not change the verdict
 	}

@@ -2,6 +2,7 @@ package faketime_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,11 +83,29 @@ func TestFaultsReachAChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	near(t, h, p, tol, "step +3s")
-	if err := h.Freeze(0); err != nil {
-		t.Fatal(err)
+	// A freeze whose publish outlasted its lead (a loaded machine) is
+	// ErrLate: the harness calls such a fault unconfirmed. The lead grows
+	// with the slowest publish seen, so the test freezes again.
+	late := 0
+	for {
+		err := h.Freeze(0)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, extclock.ErrLate) || late == 4 {
+			t.Fatal(err)
+		}
+		late++
+		t.Logf("freeze %d: %v; again", late, err)
+		if err := h.Revert(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	a := near(t, h, p, tol, "frozen")
-	testenv.WaitFor(t, 5*time.Second, func() bool { return h.Clock.Offset() < a-20*time.Millisecond }, "20ms to pass")
+	// a may lie up to the freeze's lead ahead of the model (the frozen
+	// instant is held a lead after the publish): wait until 20 ms of real
+	// time have surely passed since it was read.
+	testenv.WaitFor(t, 5*time.Second, func() bool { return h.Clock.Offset() < a-20*time.Millisecond-extclock.MaxLead }, "20ms to pass")
 	if b := near(t, h, p, tol, "still frozen"); b > a-15*time.Millisecond {
 		t.Fatalf("frozen clock moved: offset %v then %v", a, b)
 	}
@@ -112,8 +131,11 @@ func TestFaultsReachAChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, 5*time.Second, func() bool { return h.Clock.Offset() > 4*time.Millisecond }, "drift to build up")
-	near(t, h, p, tol, "drift +20000 ppm")
-	if err := h.Err(); err != nil {
+	// libfaketime scales the time since the process's start, which the
+	// host reads from its shared memory; a rate turns any error in that
+	// into an offset error, so the drift gets twice the tolerance.
+	near(t, h, p, 2*tol, "drift +20000 ppm")
+	if err := h.Err(); err != nil && (late == 0 || !errors.Is(err, extclock.ErrLate)) {
 		t.Fatal(err)
 	}
 }
