@@ -119,10 +119,12 @@ type Report struct {
 // MagRange is the range of one fault kind's magnitude that was covered:
 // its shift, span or rate, whichever the kind has.
 type MagRange struct {
-	Unit     string
-	Min, Max float64
+	Unit string  `json:"unit"`
+	Min  float64 `json:"min"`
+	Max  float64 `json:"max"`
 	// Back and Forward count negative and positive shifts or rates.
-	Back, Forward int
+	Back    int `json:"back"`
+	Forward int `json:"forward"`
 }
 
 // ExitCode is `run`'s: 0 nothing found, 1 a failure, 2 unknown or
@@ -302,6 +304,11 @@ func RunSchedule(ctx context.Context, s *Schedule, o harness.Options) Outcome {
 		out.Why = firstLine(strings.Join(res.Unknown, "; "))
 		if res.Error != "" {
 			out.Why = firstLine(res.Error)
+		}
+		for _, c := range res.Checks {
+			if out.Why == "" && c.Verdict == harness.Unknown && c.Reason != "" {
+				out.Why = firstLine(c.Reason)
+			}
 		}
 		if out.Why == "" {
 			out.Why = "unknown"

@@ -321,9 +321,9 @@ func (g gen) fault(s *Schedule, c Caps) (Fault, bool) {
 	case faults.KindStep:
 		f.By = sign() * g.magnitude(g.sp.Shift)
 	case faults.KindFreeze:
-		if r.IntN(8) > 0 {
-			f.For = g.magnitude(g.sp.Span)
-		}
+		// Always bounded: a freeze held to the end would hide every later
+		// clock fault on its node, leaving them unconfirmed.
+		f.For = g.magnitude(g.sp.Span)
 	case faults.KindSmear:
 		f.Window = max(g.magnitude(g.sp.Span), 2*time.Millisecond)
 		f.By = sign() * min(g.magnitude(g.sp.Shift), f.Window/2)
@@ -419,7 +419,12 @@ func fit(f Fault, d time.Duration) (Fault, bool) {
 		span := sf.Span(d - f.At)
 		switch {
 		case f.Kind == faults.KindDrift || f.Kind == faults.KindStoreDrift:
-			return f, true
+			// The harness confirms a drift once it has moved the clock
+			// well past its measurement tolerance, within the run.
+			if rest := (d - f.At).Seconds(); rest > 0 && max(f.PPM, -f.PPM) < 100/rest {
+				f.PPM = math.Copysign(math.Ceil(100/rest), f.PPM)
+			}
+			return f, f.PPM <= faults.MaxPPM && f.PPM >= -faults.MaxPPM
 		case (f.Kind == faults.KindFreeze || f.Kind == faults.KindClone) && f.For == 0:
 			return f, true
 		case f.At+span < d:
