@@ -53,6 +53,7 @@ func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	first := fl.Bool("first", false, "stop at the first failure")
 	shrink := fl.Int("shrink", 3, "shrink this many finds (0: none)")
 	shrinkRuns := fl.Int("shrink-runs", explore.DefaultShrinkRuns, "bound on the runs one shrink makes (1 to 100000)")
+	shrinkBudget := fl.Duration("shrink-budget", 0, "bound on one shrink's wall time (0: none); a shrink cut short keeps the smallest failing schedule so far")
 	parallel := fl.Int("parallel", 0, "schedules run at once (0: one per CPU)")
 	stall := fl.Duration("stall-timeout", 15*time.Second, "fail a run that makes no progress for this long of wall time")
 	if code, ok := parseFlags(fl, args, stderr, exploreUsage); !ok {
@@ -63,7 +64,7 @@ func runExplore(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitInvalid
 	}
 	o := explore.Options{Seed: *seed, Budget: *budget, Schedules: *schedules, First: *first, Shrink: *shrink,
-		ShrinkRuns: *shrinkRuns, Parallel: *parallel, StallTimeout: *stall}
+		ShrinkRuns: *shrinkRuns, ShrinkBudget: *shrinkBudget, Parallel: *parallel, StallTimeout: *stall}
 	switch {
 	case *only >= 0:
 		o.Only, o.Schedules, o.Budget = []int{*only}, 0, 0

@@ -47,6 +47,9 @@ type Options struct {
 	Shrink int
 	// ShrinkRuns bounds the runs one shrink may make; zero: 400.
 	ShrinkRuns int
+	// ShrinkBudget bounds one shrink's wall time; zero: none. A shrink cut
+	// short keeps the smallest failing schedule found so far.
+	ShrinkBudget time.Duration
 	// Parallel is how many schedules run at once; zero: one per CPU.
 	Parallel int
 	// Only, when set, runs these schedules alone (by index).
@@ -266,7 +269,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if i >= o.Shrink || ctx.Err() != nil {
 			break
 		}
-		f.Shrunk, f.ShrinkRuns = Shrink(ctx, f.Original, f.Key, o.ShrinkRuns, hopts)
+		sctx, cancel := ctx, context.CancelFunc(func() {})
+		if o.ShrinkBudget > 0 {
+			sctx, cancel = context.WithTimeout(ctx, o.ShrinkBudget)
+		}
+		f.Shrunk, f.ShrinkRuns = Shrink(sctx, f.Original, f.Key, o.ShrinkRuns, hopts)
+		cancel()
 		f.ShrunkFailed = RunSchedule(ctx, f.Shrunk, hopts).Failed
 	}
 	return rep, nil

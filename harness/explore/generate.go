@@ -92,15 +92,19 @@ func Generate(rng *rand.Rand, sp Space, c Caps, tgt, name string) *Schedule {
 		lease = ""
 	}
 	ttl := time.Duration(0)
-	if lease != "" && rng.IntN(2) == 0 {
+	if lease != "" {
 		ttl = g.durBetween(sp.LeaseTTL.Min, sp.LeaseTTL.Max, 100*time.Millisecond)
+	}
+	epoch := ""
+	if rng.IntN(4) == 0 {
+		epoch = pick(rng, epochs)
 	}
 	maxLead := pick(rng, sp.MaxLead)
 	n := g.intBetween(sp.Nodes.Min, sp.Nodes.Max)
 	maxNode := l.MaxNode()
 	used := map[int64]bool{}
 	for i := range n {
-		nd := Node{Name: string(rune('a' + i)), Layout: layout, Lease: lease, LeaseTTL: ttl, MaxLead: maxLead}
+		nd := Node{Name: string(rune('a' + i)), Layout: layout, Epoch: epoch, Lease: lease, LeaseTTL: ttl, MaxLead: maxLead}
 		nd.Checkpoint = pick(rng, sp.Checkpoint)
 		if c.Policy {
 			nd.Policy = pick(rng, sp.Policies)
@@ -141,6 +145,7 @@ func Generate(rng *rand.Rand, sp Space, c Caps, tgt, name string) *Schedule {
 	s.Load.Batch = 1
 	if sp.Batch.Max > 1 && rng.IntN(4) == 0 {
 		s.Load.Batch = int(math.Round(g.logBetween(float64(max(sp.Batch.Min, 2)), float64(sp.Batch.Max))))
+		s.Load.Rate = max(1, min(s.Load.Rate, math.Round(MaxIDRate/float64(s.Load.Batch))))
 	}
 	if rng.Float64() < sp.Burst {
 		perTick := float64(int64(1) << l.SeqBits)
@@ -284,8 +289,8 @@ func (g gen) fault(s *Schedule, c Caps) (Fault, bool) {
 	f := Fault{Fault: faults.Fault{Kind: k}}
 	// Instants: anywhere, or right beside an earlier fault (overlaps).
 	f.At = g.durBetween(0, s.Duration-time.Millisecond, time.Millisecond)
-	if len(s.Faults) > 0 && r.IntN(3) == 0 {
-		near := pick(r, s.Faults).At + time.Duration(r.Int64N(20_000))*time.Microsecond
+	if anchors := anchors(s); len(anchors) > 0 && r.IntN(2) == 0 {
+		near := pick(r, anchors) + time.Duration(r.Int64N(20_000))*time.Microsecond
 		if near < s.Duration {
 			f.At = near
 		}
@@ -447,6 +452,23 @@ func fit(f Fault, d time.Duration) (Fault, bool) {
 		f.OffsetWhileDown = roundSig(f.OffsetWhileDown / 2)
 	}
 	return f, false
+}
+
+// anchors are the instants where something already changes: each fault's
+// start and end, the burst. Faults drawn beside them overlap.
+func anchors(s *Schedule) []time.Duration {
+	var out []time.Duration
+	for _, f := range s.Faults {
+		sf := scenario.Fault{Fault: f.Fault, At: f.At}
+		out = append(out, f.At)
+		if span := sf.Span(s.Duration - f.At); span > 0 {
+			out = append(out, f.At+span)
+		}
+	}
+	if s.Load.Burst != nil {
+		out = append(out, s.Load.Burst.At)
+	}
+	return out
 }
 
 // restartable reports whether a restart of n is within its promises: the

@@ -43,6 +43,8 @@ type Node struct {
 	Policy string
 	// Layout is a preset name or T/N/S[@tick]; "" the default.
 	Layout string
+	// Epoch is the layout's epoch (RFC 3339); "" the default.
+	Epoch string
 	// Checkpoint keeps a high-water mark across restarts.
 	Checkpoint bool
 	// Reserve is the mark's reserve; zero means the default (omitted),
@@ -133,6 +135,9 @@ func (s *Schedule) YAML() string {
 		}
 		if n.Layout != "" {
 			kv = append(kv, "layout: "+strconv.Quote(n.Layout))
+		}
+		if n.Epoch != "" {
+			kv = append(kv, "epoch: "+n.Epoch)
 		}
 		if n.Checkpoint {
 			kv = append(kv, "checkpoint: on")

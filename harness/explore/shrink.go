@@ -41,6 +41,9 @@ func Shrink(ctx context.Context, s *Schedule, key string, maxRuns int, o harness
 			if _, err := c.Scenario("shrink.yaml"); err != nil {
 				continue
 			}
+			if ctx.Err() != nil {
+				break
+			}
 			runs++
 			out := RunSchedule(ctx, c, o)
 			if out.Verdict == harness.Fail && failsKey(out, key) {

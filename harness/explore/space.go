@@ -26,6 +26,8 @@ type Space struct {
 	// Clients is how many clients send to each node.
 	Clients IntRange
 	// Batch is how many IDs a request asks for; 1..1: single calls only.
+	// One schedule in four has batch calls; a node's IDs per second stay
+	// under MaxIDRate.
 	Batch IntRange
 	// Burst is the chance (0 to 1) of a millisecond burst at or past the
 	// sequence's limit.
@@ -70,6 +72,14 @@ type DurRange struct{ Min, Max time.Duration }
 // FloatRange is an inclusive range of numbers.
 type FloatRange struct{ Min, Max float64 }
 
+// MaxIDRate bounds the IDs per second a node is asked for outside a
+// burst (the rate times the batch).
+const MaxIDRate = 300_000
+
+// epochs are the epochs a schedule's layout may have besides the default
+// one (one schedule in four).
+var epochs = []string{"2015-01-01T00:00:00Z", "2020-01-01T00:00:00Z", "2026-01-01T00:00:00Z"}
+
 // DefaultSpace is everything explore draws by default: every fault kind,
 // one to four faults, one to three nodes, 1 to 3 s at 1,000 to 20,000
 // requests per second per node.
@@ -86,7 +96,7 @@ func DefaultSpace() Space {
 		Duration:    DurRange{time.Second, 3 * time.Second},
 		Rate:        FloatRange{1000, 20000},
 		Clients:     IntRange{1, 4},
-		Batch:       IntRange{1, 64},
+		Batch:       IntRange{1, 2000},
 		Burst:       0.2,
 		Shift:       DurRange{100 * time.Microsecond, 2 * time.Second},
 		Span:        DurRange{time.Millisecond, 2 * time.Second},
@@ -96,7 +106,7 @@ func DefaultSpace() Space {
 		Policies:    []string{generator.PolicyWait.String(), generator.PolicyRefuse.String(), generator.PolicyLogical.String()},
 		Checkpoint:  []bool{true, false},
 		Leases:      []string{"", "memory"},
-		LeaseTTL:    DurRange{time.Second, 10 * time.Second},
+		LeaseTTL:    DurRange{300 * time.Millisecond, 2 * time.Second},
 		MaxLead:     []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond, time.Second},
 	}
 }

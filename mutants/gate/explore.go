@@ -38,6 +38,9 @@ type exploreConfig struct {
 	target    string
 }
 
+// referenceSpace is the space the known-bad references are explored in.
+const referenceSpace = "kinds: [step, freeze, leap, smear, slew, drift, pause, revert, restart]\n"
+
 // exploreFind is the part of explore's JSON report the gate reads.
 type exploreFind struct {
 	Schedule  int      `json:"schedule"`
@@ -150,7 +153,15 @@ func exploreReference(ctx context.Context, base, work string, ref reference.Info
 	start := time.Now()
 	k := exploreKill{Name: ref.Name, Class: "reference"}
 	dir := filepath.Join(work, "ref-"+ref.Name)
-	rep, _, err := explore(ctx, base, cfg, ref.Name, dir)
+	// Clock faults and restarts only: every reference ignores leases, so
+	// a clone would find them all the same way; these find each one's
+	// own bug, and make controls that fail as many checks as it can.
+	space := filepath.Join(work, "reference-space.yaml")
+	if err := os.WriteFile(space, []byte(referenceSpace), 0o644); err != nil {
+		k.Outcome, k.By = "unknown", err.Error()
+		return k, nil
+	}
+	rep, _, err := explore(ctx, base, cfg, ref.Name, dir, "--space", space)
 	k.Duration = time.Since(start)
 	if err != nil {
 		k.Outcome, k.By = "unknown", err.Error()
@@ -197,9 +208,9 @@ func exploreReference(ctx context.Context, base, work string, ref reference.Info
 }
 
 // exploreMutant builds mutant m, explores it, and checks the controls.
-func exploreMutant(ctx context.Context, base, work string, m *Mutant, cfg exploreConfig, controls []control) exploreKill {
+func exploreMutant(ctx context.Context, base, work string, m *Mutant, cfg exploreConfig, controls []control) (k exploreKill) {
 	start := time.Now()
-	k := exploreKill{Name: m.Name, Class: m.Class}
+	k = exploreKill{Name: m.Name, Class: m.Class}
 	defer func() { k.Duration = time.Since(start) }()
 	bin, err := buildMutant(ctx, work, m)
 	if err != nil {
@@ -286,9 +297,11 @@ func buildMutant(ctx context.Context, work string, m *Mutant) (string, error) {
 
 // explore runs snowchaos explore with the gate's bounds and reads its
 // JSON report.
-func explore(ctx context.Context, bin string, cfg exploreConfig, tgt, dir string) (*exploreReport, int, error) {
-	args := []string{"explore", "--json", "--first", "--shrink", "1", "--seed", strconv.FormatInt(cfg.seed, 10),
-		"--schedules", strconv.Itoa(cfg.schedules), "--budget", cfg.budget.String(), "--target", tgt, "--out", dir}
+func explore(ctx context.Context, bin string, cfg exploreConfig, tgt, dir string, extra ...string) (*exploreReport, int, error) {
+	args := []string{"explore", "--json", "--first", "--shrink", "1", "--shrink-budget", "20s", "--stall-timeout", "3s",
+		"--seed", strconv.FormatInt(cfg.seed, 10), "--schedules", strconv.Itoa(cfg.schedules), "--budget", cfg.budget.String(),
+		"--target", tgt, "--out", dir}
+	args = append(args, extra...)
 	ctx, cancel := context.WithTimeout(ctx, cfg.budget+3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)

@@ -83,7 +83,7 @@ func main() {
 	var cfg exploreConfig
 	flag.Int64Var(&cfg.seed, "explore-seed", 1, "with -explore: the seed")
 	flag.IntVar(&cfg.schedules, "explore-schedules", 400, "with -explore: at most this many schedules per mutant (1-100000)")
-	flag.DurationVar(&cfg.budget, "explore-budget", 30*time.Second, "with -explore: at most this long exploring per mutant")
+	flag.DurationVar(&cfg.budget, "explore-budget", 20*time.Second, "with -explore: at most this long exploring per mutant")
 	flag.StringVar(&cfg.target, "explore-target", "inprocess", "with -explore: the target explored (inprocess draws each node's policy)")
 	flag.Parse()
 	if *jobs < 1 || *jobs > 16 {
