@@ -147,6 +147,13 @@ func Generate(rng *rand.Rand, sp Space, c Caps, tgt, name string) *Schedule {
 		s.Load.Batch = int(math.Round(g.logBetween(float64(max(sp.Batch.Min, 2)), float64(sp.Batch.Max))))
 		s.Load.Rate = max(1, min(s.Load.Rate, math.Round(MaxIDRate/float64(s.Load.Batch))))
 	}
+	// Outside bursts a node is asked for at most half of what its layout
+	// issues per second: a steady overload is a queue that grows for the
+	// whole run, not a fault schedule.
+	capacity := float64(time.Second/l.Tick) * float64(int64(1)<<l.SeqBits)
+	if ids := s.Load.Rate * float64(s.Load.Batch); ids > capacity/2 {
+		s.Load.Rate = max(1, math.Floor(capacity/2/float64(s.Load.Batch)))
+	}
 	if rng.Float64() < sp.Burst {
 		perTick := float64(int64(1) << l.SeqBits)
 		want := perTick * g.logBetween(0.5, 4)
