@@ -77,7 +77,16 @@ type Outcome struct {
 	Key string
 	// Why says why a run was unknown or invalid.
 	Why string
+	// Unconfirmed is true when a check was unknown (a fault not shown to
+	// reach its node): such a schedule is no reproduction, whatever else
+	// failed.
+	Unconfirmed bool
 }
+
+// stalled reports whether the run failed because a call never returned:
+// the call's goroutine may still be spinning, so no more runs should be
+// made in this process.
+func (o Outcome) stalled() bool { return o.Key == "calls" }
 
 // Find is a failure explore found.
 type Find struct {
@@ -117,6 +126,9 @@ type Report struct {
 	Finds      []*Find
 	// Stopped is true when the budget or the context ended it early.
 	Stopped bool
+	// Stalled is true when a call never returned: the exploration stopped
+	// there and shrank nothing.
+	Stalled bool
 }
 
 // MagRange is the range of one fault kind's magnitude that was covered:
@@ -226,6 +238,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	var finds []*Find
 	seen := map[int]bool{}
+	stalled := false
 	for r := range results {
 		rep.Runs++
 		if !seen[r.i] {
@@ -239,6 +252,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		case harness.Fail:
 			rep.Failed++
 			finds = append(finds, &Find{Index: r.i, Target: r.tgt, Failed: r.out.Failed, Key: r.out.Key, Original: r.s})
+			if r.out.stalled() {
+				// A call that never returned may still hold a goroutine
+				// spinning: stop, and shrink nothing.
+				stalled = true
+				stopOnce.Do(func() { close(stop) })
+			}
 			if o.First {
 				stopOnce.Do(func() { close(stop) })
 			}
@@ -265,8 +284,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		finds = finds[:1]
 	}
 	rep.Finds = finds
+	rep.Stalled = stalled
 	for i, f := range finds {
-		if i >= o.Shrink || ctx.Err() != nil {
+		if i >= o.Shrink || ctx.Err() != nil || stalled {
 			break
 		}
 		sctx, cancel := ctx, context.CancelFunc(func() {})
@@ -293,6 +313,9 @@ func RunSchedule(ctx context.Context, s *Schedule, o harness.Options) Outcome {
 	res := harness.RunOne(ctx, sc, sc.Targets[0], o)
 	out := Outcome{Verdict: res.Verdict}
 	for _, c := range res.Checks {
+		if c.Verdict == harness.Unknown {
+			out.Unconfirmed = true
+		}
 		if c.Verdict == harness.Fail && !c.Info {
 			out.Failed = append(out.Failed, fmt.Sprintf("%s (%s)", c.Expr, c.Observed))
 			if out.Key == "" {

@@ -28,6 +28,9 @@ func Text(w io.Writer, r *Report) error {
 	if r.Stopped {
 		b.WriteString(" (stopped early)")
 	}
+	if r.Stalled {
+		b.WriteString("\n  a call never returned: explore stopped there and shrank nothing (the call may still be running)")
+	}
 	b.WriteString("\n\nfault kinds covered (faults drawn, magnitude range, back/forward):\n")
 	for _, k := range faults.Kinds(faults.InScenario) {
 		n := r.Kinds[k]
@@ -131,6 +134,7 @@ type jsonReport struct {
 	Invalid    int                 `json:"invalid"`
 	Seconds    float64             `json:"elapsed_seconds"`
 	Stopped    bool                `json:"stopped,omitempty"`
+	Stalled    bool                `json:"stalled,omitempty"`
 	Kinds      map[string]int      `json:"kinds"`
 	Combos     map[string]int      `json:"combinations"`
 	Magnitudes map[string]MagRange `json:"magnitudes"`
@@ -155,7 +159,7 @@ type jsonFind struct {
 // JSON writes the report as one JSON object.
 func JSON(w io.Writer, r *Report) error {
 	j := jsonReport{Seed: r.Seed, Targets: r.Targets, Schedules: r.Schedules, Runs: r.Runs, Passed: r.Passed, Failed: r.Failed,
-		Unknown: r.Unknown, Invalid: r.Invalid, Seconds: r.Elapsed.Seconds(), Stopped: r.Stopped,
+		Unknown: r.Unknown, Invalid: r.Invalid, Seconds: r.Elapsed.Seconds(), Stopped: r.Stopped, Stalled: r.Stalled,
 		Kinds: map[string]int{}, Combos: r.Combos, Magnitudes: map[string]MagRange{}, UnknownWhy: r.UnknownWhy, ExitCode: r.ExitCode()}
 	for k, n := range r.Kinds {
 		j.Kinds[string(k)] = n

@@ -13,7 +13,7 @@ import (
 const DefaultShrinkRuns = 400
 
 // Shrink reduces failing schedule s greedily while it still fails the
-// invariant key: it tries, in order, dropping each fault, the burst, the
+// invariant key, with every fault still confirmed: it tries, in order, dropping each fault, the burst, the
 // batch and extra clients, each node, shortening the duration, moving the
 // faults earlier, halving each magnitude and dropping each option of a
 // fault, halving the rate, plain node settings (default layout, reserve
@@ -46,7 +46,10 @@ func Shrink(ctx context.Context, s *Schedule, key string, maxRuns int, o harness
 			}
 			runs++
 			out := RunSchedule(ctx, c, o)
-			if out.Verdict == harness.Fail && failsKey(out, key) {
+			if out.stalled() {
+				break // see Outcome.stalled
+			}
+			if out.Verdict == harness.Fail && failsKey(out, key) && !out.Unconfirmed {
 				cur, kept = c, true
 				break
 			}

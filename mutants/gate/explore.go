@@ -226,6 +226,11 @@ func exploreMutant(ctx context.Context, base, work string, m *Mutant, cfg explor
 	if len(rep.Finds) > 0 {
 		f := rep.Finds[0]
 		k.Outcome, k.By, k.Schedules, k.Lines, k.Faults = "killed", f.Failed[0], f.Schedule+1, f.Lines, f.Faults
+		if f.Shrunk == "" {
+			// A call that never returned: explore shrinks nothing then.
+			k.Repro = "not shrunk: a call never returned"
+			return k
+		}
 		path := filepath.Join(dir, "shrunk.yaml")
 		if err := os.WriteFile(path, []byte(f.Shrunk), 0o644); err != nil {
 			k.Outcome, k.By = "unknown", err.Error()
