@@ -372,6 +372,14 @@ func (g gen) fault(s *Schedule, c Caps) (Fault, bool) {
 		switch m := r.IntN(10); {
 		case m < 4 && ckptAll && len(g.sp.CrashPoints) > 0:
 			f.Point = pick(r, g.sp.CrashPoints)
+			// Batch calls: crash inside one, where a batch needs its marks.
+			if s.Load.Batch > 1 && r.IntN(2) == 0 {
+				for _, p := range []string{faults.PointMidBatch, faults.PointNewTick} {
+					if slices.Contains(g.sp.CrashPoints, p) && r.IntN(2) == 0 {
+						f.Point = p
+					}
+				}
+			}
 		case m < 6:
 			f.Graceful = true
 		case m < 7 && leasedAll:

@@ -9,6 +9,9 @@ import (
 	"github.com/snowchaos/snowchaos/harness"
 )
 
+// MinTail is the least time a shrunk schedule keeps after its last fault.
+const MinTail = 1500 * time.Millisecond
+
 // DefaultShrinkRuns bounds the runs one shrink makes.
 const DefaultShrinkRuns = 400
 
@@ -103,9 +106,13 @@ func candidates(s *Schedule) []*Schedule {
 	if b := s.Load.Burst; b != nil {
 		last = max(last, b.At+time.Millisecond)
 	}
-	for _, d := range []time.Duration{last + 100*time.Millisecond, last + 500*time.Millisecond, s.Duration / 2} {
-		d = max(d.Round(100*time.Millisecond), 100*time.Millisecond)
-		if d < s.Duration && d > last {
+	// The tail after the last fault stays long enough for the safe
+	// generator to recover (a start fence waits out up to a second's
+	// reserve): cut shorter, the shrunk schedule would leave a restarted
+	// node that never served, unknown on the clean build.
+	for _, d := range []time.Duration{last + MinTail, s.Duration / 2} {
+		d = d.Round(100 * time.Millisecond)
+		if d < s.Duration && d >= last+MinTail {
 			add(func(c *Schedule) bool { c.Duration = d; return true })
 		}
 	}
