@@ -311,7 +311,9 @@ func RunSchedule(ctx context.Context, s *Schedule, o harness.Options) Outcome {
 		return Outcome{Verdict: "invalid", Why: "refused: " + firstLine(err.Error())}
 	}
 	res := harness.RunOne(ctx, sc, sc.Targets[0], o)
-	out := Outcome{Verdict: res.Verdict}
+	// An incarnation that never served, an unconfirmed fault: the run
+	// has reasons to be unknown, whatever else failed.
+	out := Outcome{Verdict: res.Verdict, Unconfirmed: len(res.Unknown) > 0}
 	for _, c := range res.Checks {
 		if c.Verdict == harness.Unknown {
 			out.Unconfirmed = true

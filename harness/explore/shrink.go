@@ -116,6 +116,12 @@ func candidates(s *Schedule) []*Schedule {
 			add(func(c *Schedule) bool { c.Duration = d; return true })
 		}
 	}
+	// A round duration.
+	if r := s.Duration.Truncate(100 * time.Millisecond); r != s.Duration && r >= last+MinTail {
+		add(func(c *Schedule) bool { c.Duration = r; return true })
+	} else if r := (s.Duration + 99*time.Millisecond).Truncate(100 * time.Millisecond); r != s.Duration {
+		add(func(c *Schedule) bool { c.Duration = r; return true })
+	}
 	// Earlier: move every fault (and the burst) earlier together.
 	first := s.Duration
 	for _, f := range s.Faults {
