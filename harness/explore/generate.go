@@ -419,6 +419,15 @@ func (g gen) fault(s *Schedule, c Caps) (Fault, bool) {
 		f.Hang = r.IntN(3) == 0
 	case faults.KindStoreStep:
 		f.By = sign() * g.magnitude(g.sp.Shift)
+		// The fence covers a store clock stepped ahead only up to what its
+		// failure count leaves, about 0.45 of the TTL (docs/leases.md):
+		// beyond that no fence on the node's clock can help.
+		if lim := roundSig(minTTL(s) * 3 / 10); f.By > lim {
+			f.By = max(lim, time.Microsecond)
+		}
+	}
+	if f.Kind == faults.KindStoreDrift && f.PPM > storeFastPPM {
+		f.PPM = storeFastPPM
 	}
 	if f.Nodes == nil && k.Clock() {
 		f.Nodes = target(all)
@@ -467,6 +476,30 @@ func fit(f Fault, d time.Duration) (Fault, bool) {
 		f.OffsetWhileDown = roundSig(f.OffsetWhileDown / 2)
 	}
 	return f, false
+}
+
+// storeFastPPM is the fastest store clock a schedule draws: the fence's
+// margin (10% of the TTL plus 50 ms) covers a store clock up to about 11%
+// faster than the node's (docs/leases.md).
+const storeFastPPM = 80_000
+
+// minTTL is the shortest lease TTL of s's leasing nodes (the lease
+// package's default, 10 s, for a node that sets none).
+func minTTL(s *Schedule) time.Duration {
+	ttl := time.Duration(0)
+	for _, n := range s.Nodes {
+		if n.Lease == "" {
+			continue
+		}
+		t := n.LeaseTTL
+		if t == 0 {
+			t = 10 * time.Second
+		}
+		if ttl == 0 || t < ttl {
+			ttl = t
+		}
+	}
+	return ttl
 }
 
 // anchors are the instants where something already changes: each fault's
