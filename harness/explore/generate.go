@@ -350,8 +350,12 @@ func (g gen) fault(s *Schedule, c Caps) (Fault, bool) {
 		}
 	case faults.KindDrift, faults.KindStoreDrift:
 		f.PPM = float64(sign()) * math.Round(g.logBetween(max(g.sp.PPM.Min, 1), g.sp.PPM.Max))
-	case faults.KindPause, faults.KindStorePause:
+	case faults.KindPause:
 		f.For = g.magnitude(g.sp.Span)
+	case faults.KindStorePause:
+		// The store's clock jumps ahead by the pause when it ends: the
+		// same bound as a store step ahead.
+		f.For = min(g.magnitude(g.sp.Span), max(roundSig(minTTL(s)*3/10), time.Millisecond))
 	case faults.KindRestart:
 		var cands []string
 		for _, n := range s.Nodes {
