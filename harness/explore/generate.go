@@ -109,7 +109,7 @@ func Generate(rng *rand.Rand, sp Space, c Caps, tgt, name string) *Schedule {
 		if c.Policy {
 			nd.Policy = pick(rng, sp.Policies)
 		}
-		switch rng.IntN(4) {
+		switch rng.IntN(3) {
 		case 0:
 			nd.Reserve = NoReserve
 		case 1:
@@ -292,6 +292,13 @@ func (g gen) fault(s *Schedule, c Caps) (Fault, bool) {
 	if len(kinds) == 0 {
 		return Fault{}, false
 	}
+	// With leases, one fault in three is of the lease's world (restarts,
+	// clones, handoffs, the store): eleven clock kinds would drown them.
+	if len(leased) > 0 && r.IntN(3) == 0 {
+		if life := slices.DeleteFunc(slices.Clone(kinds), func(k faults.Kind) bool { return k.Clock() }); len(life) > 0 {
+			kinds = life
+		}
+	}
 	k := pick(r, kinds)
 	f := Fault{Fault: faults.Fault{Kind: k}}
 	// Instants: anywhere, or right beside an earlier fault (overlaps).
@@ -348,8 +355,12 @@ func (g gen) fault(s *Schedule, c Caps) (Fault, bool) {
 		if r.IntN(2) == 0 {
 			f.PPM = math.Round(g.logBetween(50, min(faults.MaxPPM, max(g.sp.PPM.Max, 50))))
 		}
-	case faults.KindDrift, faults.KindStoreDrift:
+	case faults.KindDrift:
 		f.PPM = float64(sign()) * math.Round(g.logBetween(max(g.sp.PPM.Min, 1), g.sp.PPM.Max))
+	case faults.KindStoreDrift:
+		// A store clock that matters runs percents fast, not ppm: the
+		// fence's margin is 10% of the TTL.
+		f.PPM = float64(sign()) * math.Round(g.logBetween(max(g.sp.PPM.Min, 1000), max(g.sp.PPM.Max, 1000)))
 	case faults.KindPause:
 		f.For = g.magnitude(g.sp.Span)
 	case faults.KindStorePause:
@@ -373,8 +384,12 @@ func (g gen) fault(s *Schedule, c Caps) (Fault, bool) {
 			leasedAll = leasedAll && n.Lease != ""
 			ckptAll = ckptAll && n.Checkpoint
 		}
+		crash := 4
+		if s.Load.Batch > 1 {
+			crash = 7 // batches are where the marks' bugs are
+		}
 		switch m := r.IntN(10); {
-		case m < 4 && ckptAll && len(g.sp.CrashPoints) > 0:
+		case m < crash && ckptAll && len(g.sp.CrashPoints) > 0:
 			f.Point = pick(r, g.sp.CrashPoints)
 			// Batch calls: crash inside one, where a batch needs its marks.
 			if s.Load.Batch > 1 && r.IntN(2) == 0 {
@@ -384,9 +399,9 @@ func (g gen) fault(s *Schedule, c Caps) (Fault, bool) {
 					}
 				}
 			}
-		case m < 6:
+		case m < crash+2:
 			f.Graceful = true
-		case m < 7 && leasedAll:
+		case m < crash+3 && leasedAll:
 			f.WipeCheckpoint = true
 		}
 		if r.IntN(5) == 0 {
