@@ -451,7 +451,30 @@ func (g gen) fault(s *Schedule, c Caps) (Fault, bool) {
 	if f.Nodes == nil && k.Clock() {
 		f.Nodes = target(all)
 	}
-	return fit(f, s.Duration)
+	f, ok := fit(f, s.Duration)
+	if !ok || duringPause(s, f) {
+		return Fault{}, false
+	}
+	return f, true
+}
+
+// duringPause reports whether f strikes a node while a VM pause holds it,
+// or is a pause that would hold a node while another of its faults
+// strikes: nothing happens on a paused VM (no restart, no NTP step), so
+// such a schedule is not one a host can live through.
+func duringPause(s *Schedule, f Fault) bool {
+	holds := func(p Fault, at time.Duration) bool {
+		return p.Kind == faults.KindPause && at >= p.At && at <= p.At+p.For
+	}
+	for _, o := range s.Faults {
+		if !slices.ContainsFunc(o.Nodes, func(n string) bool { return slices.Contains(f.Nodes, n) }) {
+			continue
+		}
+		if holds(o, f.At) || holds(f, o.At) {
+			return true
+		}
+	}
+	return false
 }
 
 // fit makes f end within the run: it moves f earlier, or halves its
