@@ -71,6 +71,7 @@ include dashboards.mk
 include bench.mk
 include sink.mk
 include mutants.mk
+include explore.mk
 include exec.mk
 include kube.mk
 include loadbench.mk

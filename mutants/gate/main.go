@@ -79,6 +79,12 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound on one suite run")
 	dir := flag.String("dir", "mutants", "directory holding the mutants")
 	jobs := flag.Int("j", 2, "mutants built and run at once (1-16)")
+	exp := flag.Bool("explore", false, "the explore gate: each mutant faces snowchaos explore (fixed seed, per-mutant budget) instead of the built-in suite, and the known-bad references too")
+	var cfg exploreConfig
+	flag.Int64Var(&cfg.seed, "explore-seed", 1, "with -explore: the seed")
+	flag.IntVar(&cfg.schedules, "explore-schedules", 400, "with -explore: at most this many schedules per mutant (1-100000)")
+	flag.DurationVar(&cfg.budget, "explore-budget", 20*time.Second, "with -explore: at most this long exploring per mutant")
+	flag.StringVar(&cfg.target, "explore-target", "inprocess", "with -explore: the target explored (inprocess draws each node's policy)")
 	flag.Parse()
 	if *jobs < 1 || *jobs > 16 {
 		fatal(2, "-j %d: want 1 to 16", *jobs)
@@ -111,6 +117,23 @@ func main() {
 		defer os.RemoveAll(work)
 	}
 	ctx := context.Background()
+
+	if *exp {
+		if cfg.schedules < 1 || cfg.schedules > 100_000 || cfg.budget <= 0 || cfg.budget > time.Hour {
+			fatal(2, "-explore-schedules %d -explore-budget %s: want 1 to 100000 schedules and a budget in (0, 1h]", cfg.schedules, cfg.budget)
+		}
+		began := time.Now()
+		rows, worst := runExploreGate(ctx, work, ms, cfg, *jobs)
+		md := renderExplore(rows, cfg)
+		fmt.Print(md)
+		fmt.Fprintf(os.Stderr, "explore gate: %s\n", time.Since(began).Round(time.Second))
+		if *matrix != "" {
+			if err := writeBetween(*matrix, md, exploreBegin, exploreEnd); err != nil {
+				fatal(2, "%v", err)
+			}
+		}
+		os.Exit(worst)
+	}
 
 	// The baseline: the suites the mutants use must pass unmutated.
 	suites := map[string][]string{}
@@ -427,7 +450,11 @@ const (
 )
 
 // writeMatrix writes md into path (see matrixBegin).
-func writeMatrix(path, md string) error {
+func writeMatrix(path, md string) error { return writeBetween(path, md, matrixBegin, matrixEnd) }
+
+// writeBetween writes md between the begin and end markers of path, or
+// replaces the whole file when it has no markers.
+func writeBetween(path, md, matrixBegin, matrixEnd string) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
