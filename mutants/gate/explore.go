@@ -23,7 +23,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/snowchaos/snowchaos/harness"
@@ -116,25 +115,11 @@ func runExploreGate(ctx context.Context, work string, ms []*Mutant, cfg exploreC
 	}
 
 	kills := make([]exploreKill, len(ms))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for range min(jobs, len(ms)) {
-		wg.Go(func() {
-			for i := range next {
-				k := exploreMutant(ctx, base, work, ms[i], cfg, controls)
-				kills[i] = k
-				mu.Lock()
-				fmt.Fprintf(os.Stderr, "%-40s %-8s %-6s %s\n", k.Name, k.Outcome, k.Duration.Round(time.Second), k.By)
-				mu.Unlock()
-			}
-		})
-	}
-	for i := range ms {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	eachAtOnce(len(ms), jobs, func(i int) string {
+		k := exploreMutant(ctx, base, work, ms[i], cfg, controls)
+		kills[i] = k
+		return fmt.Sprintf("%-40s %-8s %-6s %s", k.Name, k.Outcome, k.Duration.Round(time.Second), k.By)
+	})
 	for _, k := range kills {
 		switch k.Outcome {
 		case "killed":

@@ -230,26 +230,35 @@ func load(dir string, filter *regexp.Regexp) ([]*Mutant, error) {
 // the order of ms; each is printed to stderr as it ends.
 func tryAll(ctx context.Context, work string, ms []*Mutant, timeout time.Duration, jobs int) []Kill {
 	kills := make([]Kill, len(ms))
+	eachAtOnce(len(ms), jobs, func(i int) string {
+		k := try(ctx, work, ms[i], timeout)
+		kills[i] = k
+		return fmt.Sprintf("%-40s %-8s %-6s %s", k.Mutant.Name, k.Outcome, k.Duration.Round(time.Second), first(k))
+	})
+	return kills
+}
+
+// eachAtOnce calls f(i) for every i below n, jobs at a time, and prints
+// each call's line to stderr as it ends.
+func eachAtOnce(n, jobs int, f func(i int) string) {
 	next := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for range min(jobs, len(ms)) {
+	for range min(jobs, n) {
 		wg.Go(func() {
 			for i := range next {
-				k := try(ctx, work, ms[i], timeout)
-				kills[i] = k
+				line := f(i)
 				mu.Lock()
-				fmt.Fprintf(os.Stderr, "%-40s %-8s %-6s %s\n", k.Mutant.Name, k.Outcome, k.Duration.Round(time.Second), first(k))
+				fmt.Fprintln(os.Stderr, line)
 				mu.Unlock()
 			}
 		})
 	}
-	for i := range ms {
+	for i := range n {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	return kills
 }
 
 // try builds mutant m and runs its suite against it.
