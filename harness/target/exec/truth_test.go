@@ -6,6 +6,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,7 +85,7 @@ func why(r *harness.Result) string {
 type truthCase struct {
 	target  string // the target's name in the scenario
 	verdict harness.Verdict
-	has     string // a reason (or, for a fail, "dups") the result must show
+	has     string // a reason (alternatives split by "|"; for a fail, "dups") the result must show
 }
 
 // runTruth runs every target of the scenario text (the gens directory and
@@ -121,7 +122,7 @@ func runTruth(t *testing.T, yaml string, cases []truthCase) {
 			switch {
 			case c.has == "dups" && f.Duplicates == 0:
 				t.Fatalf("failed without a duplicate: %s", reason)
-			case c.has != "dups" && c.has != "" && !strings.Contains(reason, c.has):
+			case c.has != "dups" && c.has != "" && !slices.ContainsFunc(strings.Split(c.has, "|"), func(s string) bool { return strings.Contains(reason, s) }):
 				t.Fatalf("the reasons do not say %q: %s", c.has, reason)
 			}
 		})
@@ -222,6 +223,9 @@ invariants:
 targets:
   - {name: slow-clone, use: exec, exec: {command: [sh, -c, "sleep 2; exec {bins}/gen-check"], env: {WORKER_ID: "{worker}"}, ready: ready}}
 `, []truthCase{
-		{"slow-clone", harness.Unknown, "never served"},
+		// The clone may answer a few calls once ready, after its
+		// source's clients ended with the run: then it never shared a
+		// tick with its source.
+		{"slow-clone", harness.Unknown, "never served|never issued IDs in the same tick"},
 	})
 }
