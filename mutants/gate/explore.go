@@ -121,13 +121,7 @@ func runExploreGate(ctx context.Context, work string, ms []*Mutant, cfg exploreC
 		return fmt.Sprintf("%-40s %-8s %-6s %s", k.Name, k.Outcome, k.Duration.Round(time.Second), k.By)
 	})
 	for _, k := range kills {
-		switch k.Outcome {
-		case "killed":
-		case "invalid":
-			worst = max(worst, 2)
-		default:
-			worst = max(worst, 1)
-		}
+		worst = max(worst, exitFor(k.Outcome))
 	}
 	return append(rows, kills...), worst
 }

@@ -155,13 +155,7 @@ func main() {
 	kills := tryAll(ctx, work, ms, *timeout, *jobs)
 	worst := 0
 	for _, k := range kills {
-		switch k.Outcome {
-		case "killed":
-		case "invalid":
-			worst = max(worst, 2)
-		default:
-			worst = max(worst, 1)
-		}
+		worst = max(worst, exitFor(k.Outcome))
 	}
 	md := render(kills)
 	fmt.Print(md)
@@ -236,6 +230,18 @@ func tryAll(ctx context.Context, work string, ms []*Mutant, timeout time.Duratio
 		return fmt.Sprintf("%-40s %-8s %-6s %s", k.Mutant.Name, k.Outcome, k.Duration.Round(time.Second), first(k))
 	})
 	return kills
+}
+
+// exitFor is the gate's exit status for one mutant's outcome: 0 killed,
+// 2 invalid (the mutant must follow the code), 1 otherwise (it survived).
+func exitFor(outcome string) int {
+	switch outcome {
+	case "killed":
+		return 0
+	case "invalid":
+		return 2
+	}
+	return 1
 }
 
 // eachAtOnce calls f(i) for every i below n, jobs at a time, and prints
