@@ -40,8 +40,21 @@ import (
 	"github.com/snowchaos/snowchaos/harness/extclock"
 )
 
-// Library paths searched by Find, Debian's first.
+// Library paths searched by Find, Debian's first. The synchronized build
+// (libfaketimeMT) comes first: with FAKETIME_NO_CACHE the plain build
+// parses the timestamp file into static buffers that concurrent threads
+// share, so a multi-threaded process now and then reads a wrong offset or
+// aborts on a half-parsed one. Seen with snowchaos check's step-back-5ms
+// on the Java wrapper of docs/check.md, with the JVM's threads spinning
+// (see Env) so that the race was common: the plain build left a step
+// unconfirmed in 3 of 8 runs (the JVM read an offset of +5.2 ms or -0.1
+// ms where the step set -5 ms or -10 ms) and aborted the JVM once; the
+// synchronized build read every step right.
 var libraryPaths = []string{
+	"/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+	"/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
+	"/usr/lib/faketime/libfaketimeMT.so.1",
+	"/usr/local/lib/faketime/libfaketimeMT.so.1",
 	"/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
 	"/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
 	"/usr/lib/faketime/libfaketime.so.1",
@@ -52,9 +65,10 @@ var libraryPaths = []string{
 const EnvLibrary = "SNOWCHAOS_LIBFAKETIME"
 
 // ErrNotInstalled: libfaketime is not installed.
-var ErrNotInstalled = errors.New("faketime: libfaketime.so.1 not found (apt-get install faketime libfaketime, or set $" + EnvLibrary + ")")
+var ErrNotInstalled = errors.New("faketime: libfaketimeMT.so.1 or libfaketime.so.1 not found (apt-get install faketime libfaketime, or set $" + EnvLibrary + ")")
 
-// Find returns the path of libfaketime.so.1.
+// Find returns the path of libfaketime: the synchronized build
+// (libfaketimeMT.so.1) where it is installed, else libfaketime.so.1.
 func Find() (string, error) {
 	if p := os.Getenv(EnvLibrary); p != "" {
 		if _, err := os.Stat(p); err != nil {
@@ -74,8 +88,21 @@ func Find() (string, error) {
 // libfaketime with its wall clock read from the timestamp file path on
 // every reading and its monotonic clock untouched. An LD_PRELOAD already in
 // base is kept after libfaketime.
+//
+// FAKETIME_FORCE_MONOTONIC_FIX=0: libfaketime wraps pthread_cond_timedwait,
+// and on glibc 2.30 and later its default rebases a wait on a
+// CLOCK_MONOTONIC condition variable by the difference between the real
+// and the faked monotonic clock, which with the monotonic clock left
+// unfaked ends the wait at once: a JVM's service threads (VM Thread, G1
+// Service, the compilers, the sweeper) then spin, each reading the
+// timestamp file about 1,500 times a second while idle (strace -f -e
+// trace=openat on an idle java under libfaketime: 45,967 reads in 5 s with
+// the fix, 166 without), and the generator's own thread queues behind
+// them (ten IDs in 15 ms at the median instead of 0.6 ms). Without the
+// fix a monotonic wait keeps its deadline, exactly so while the clock's
+// rate is 1.
 func Env(lib, path string, base []string) []string {
-	out := make([]string, 0, len(base)+6)
+	out := make([]string, 0, len(base)+7)
 	preload := lib
 	for _, kv := range base {
 		k, v, _ := bytes.Cut([]byte(kv), []byte("="))
@@ -86,7 +113,8 @@ func Env(lib, path string, base []string) []string {
 			}
 			continue
 		case "FAKETIME", "FAKETIME_TIMESTAMP_FILE", "FAKETIME_NO_CACHE", "FAKETIME_CACHE_DURATION",
-			"FAKETIME_DONT_FAKE_MONOTONIC", "FAKETIME_FMT", "FAKETIME_SHARED", "FAKETIME_XRESET", "FAKETIME_DONT_RESET":
+			"FAKETIME_DONT_FAKE_MONOTONIC", "FAKETIME_FMT", "FAKETIME_SHARED", "FAKETIME_XRESET", "FAKETIME_DONT_RESET",
+			"FAKETIME_FORCE_MONOTONIC_FIX":
 			continue // ours decide
 		}
 		out = append(out, kv)
@@ -96,6 +124,7 @@ func Env(lib, path string, base []string) []string {
 		"FAKETIME_TIMESTAMP_FILE="+path,
 		"FAKETIME_NO_CACHE=1",
 		"FAKETIME_DONT_FAKE_MONOTONIC=1",
+		"FAKETIME_FORCE_MONOTONIC_FIX=0",
 		"FAKETIME_FMT=%s",
 	)
 }

@@ -54,8 +54,15 @@ func (c clockCtl) Offset(ctx context.Context) (time.Duration, error) {
 }
 
 // readings is how many readings OffsetWithin takes at most, keeping the
-// narrowest.
-const readings = 5
+// narrowest; readingBudget is how long it goes on taking more once it has
+// one. A reading waits for the call in flight on the process's pipe, and
+// the run's driver waits for the measurement: five readings behind calls
+// that take tens of milliseconds each would hold the next fault past its
+// instant.
+const (
+	readings      = 5
+	readingBudget = 20 * time.Millisecond
+)
 
 // OffsetWithin implements target.Bracketed: the process's own clock
 // reading against true time, the best of a few. It fails with
@@ -81,7 +88,11 @@ func (c clockCtl) OffsetWithin(ctx context.Context) (time.Duration, time.Duratio
 		return 0, 0, fmt.Errorf("%w: %s", target.ErrNoReading, why)
 	}
 	best, bestHalf := time.Duration(0), time.Duration(-1)
-	for range readings {
+	start := time.Now()
+	for i := range readings {
+		if i > 0 && time.Since(start) > readingBudget {
+			break
+		}
 		r, err := n.reading(ctx, p, n.x.Timeout)
 		if err != nil {
 			return 0, 0, n.readingFailed(p, err)
