@@ -377,6 +377,7 @@ func (l *lifecycle) maintain(sl *slot) {
 	}
 	now := l.d.now()
 	if ahead := sl.host.now(); l.simulated() && ahead > now {
+		l.holdKeeper(sl, now, ahead)
 		l.d.schedule(ahead, maintainEvent{sl.idx, sl.gen})
 		return
 	}
@@ -399,6 +400,7 @@ func (l *lifecycle) poke(sl *slot) {
 		return
 	}
 	if ahead := sl.host.now(); l.simulated() && ahead > l.d.now() {
+		l.holdKeeper(sl, l.d.now(), ahead)
 		if sl.poked != ahead {
 			sl.poked = ahead
 			l.d.schedule(ahead, pokeEvent{sl.idx, sl.gen})
@@ -499,13 +501,21 @@ func (l *lifecycle) clockFault(fi int) {
 	for _, name := range f.Nodes {
 		sl := l.slot(name)
 		sl.host.advance(now)
-		before := sl.host.shadow.Offset()
-		applyShadow(sl.host.shadow, cf)
 		ctl := clockOf(sl)
 		if ctl == nil {
-			l.unconfirmed(fi, sl.name+": clock not controllable")
+			// No node runs on the host (its start is pending): the next
+			// one starts with the host's first offset, so the shadow
+			// keeps that too, or it would judge the node's IDs against a
+			// clock the node never had.
+			why := "clock not controllable"
+			if sl.node == nil {
+				why = "no node is running (" + sl.downReason + "): the fault reached no process"
+			}
+			l.unconfirmed(fi, sl.name+": "+why)
 			continue
 		}
+		before := sl.host.shadow.Offset()
+		applyShadow(sl.host.shadow, cf)
 		sent := l.d.now()
 		if err := ctl.Apply(l.ctx, cf); err != nil {
 			l.unconfirmed(fi, sl.name+": "+err.Error())

@@ -333,6 +333,15 @@ type Figures struct {
 	// LeaseOverruns counts IDs a leasing node issued while, by the lease
 	// store's clock, it held no unexpired lease on their worker ID.
 	LeaseOverruns uint64 `json:"lease_overruns,omitempty"`
+	// LeaseOverrunsHeld counts the lease overruns a simulated node issued
+	// within a TTL after the simulation held its lease keeper back for
+	// longer than a renewal interval (TTL/3), and KeeperHeld the longest
+	// such hold: a simulated host busy with a call that waits (a rewind,
+	// a pause) does its keeper's work only once the run's time reaches
+	// the host's, where a real process renews on a goroutine of its own.
+	// The simulation cannot judge those overruns.
+	LeaseOverrunsHeld uint64   `json:"lease_overruns_keeper_held,omitempty"`
+	KeeperHeld        Duration `json:"keeper_held,omitempty"`
 	// ProtocolViolations counts answers that broke the node's protocol.
 	ProtocolViolations int `json:"protocol_violations,omitempty"`
 }

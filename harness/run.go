@@ -71,8 +71,14 @@ type run struct {
 		hist    *historyWriter
 		stopped bool
 		// overruns counts IDs issued outside the store's lease (see
-		// checkLease).
-		overruns uint64
+		// checkLease); heldOverruns those of them that followed the
+		// simulation holding the node's lease keeper back (see
+		// holdKeeper), heldMax the longest such hold.
+		overruns, heldOverruns uint64
+		heldMax                time.Duration
+		// held are the spans, by slot index, in which the simulation
+		// held a node's lease keeper back.
+		held map[int][]heldSpan
 		// watches are the clock faults whose reach the IDs must show
 		// (evidence.go); inc the incarnations by issuer.
 		watches []*reachWatch
@@ -525,6 +531,8 @@ func (r *run) finish(res *Result, events uint64) {
 	res.Figures.RefusedStarts = len(r.lease.refused)
 	res.Figures.Rebinds = r.lease.rebinds
 	res.Figures.LeaseOverruns = r.mu.overruns
+	res.Figures.LeaseOverrunsHeld = r.mu.heldOverruns
+	res.Figures.KeeperHeld = Duration(r.mu.heldMax)
 	if leased && !r.info.KnownBad {
 		ls.Rebinds = r.lease.rebinds
 		res.Lease = &LeaseResult{Counters: ls, Refused: r.lease.refused, Rebound: r.lease.rebound, CountersNA: !read}

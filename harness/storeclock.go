@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -116,7 +117,75 @@ func (r *run) checkLease(c *view, end time.Duration, buf *idBuf) {
 	}
 	r.mu.Lock()
 	r.mu.overruns += uint64(n)
+	if h := r.heldBefore(c.sl, end); h > 0 {
+		r.mu.heldOverruns += uint64(n)
+		r.mu.heldMax = max(r.mu.heldMax, h)
+	}
 	r.mu.Unlock()
+}
+
+// heldSpan is a span of run offsets in which the simulation held a
+// node's lease keeper back.
+type heldSpan struct{ from, to time.Duration }
+
+// maxHeldSpans bounds the spans kept per slot (the latest are kept).
+const maxHeldSpans = 64
+
+// holdKeeper records that the simulation holds slot sl's lease keeper
+// back from offset from to offset to: its host is busy with a call that
+// waits until then (see lifecycle.maintain).
+func (r *run) holdKeeper(sl *slot, from, to time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.held == nil {
+		r.mu.held = map[int][]heldSpan{}
+	}
+	spans := r.mu.held[sl.idx]
+	if n := len(spans); n > 0 && from <= spans[n-1].to {
+		spans[n-1].to = max(spans[n-1].to, to)
+	} else {
+		if n == maxHeldSpans {
+			spans = append(spans[:0], spans[1:]...)
+		}
+		spans = append(spans, heldSpan{from, to})
+	}
+	r.mu.held[sl.idx] = spans
+}
+
+// heldBefore returns the longest hold of slot sl's keeper longer than a
+// renewal interval (TTL/3) within the lease's TTL before offset at; 0:
+// none. The caller holds r.mu.
+func (r *run) heldBefore(sl *slot, at time.Duration) time.Duration {
+	if sl == nil {
+		return 0
+	}
+	ttl := sl.spec.LeaseTTL
+	if ttl <= 0 {
+		ttl = lease.DefaultTTL
+	}
+	var longest time.Duration
+	for _, h := range r.mu.held[sl.idx] {
+		if d := r.heldOutsidePauses(sl, h); d > ttl/3 && h.from <= at && h.to > at-ttl {
+			longest = max(longest, d)
+		}
+	}
+	return longest
+}
+
+// heldOutsidePauses returns how much of hold h falls outside the VM
+// pauses of sl's node: a paused VM's keeper does not run either, so that
+// part of a hold is what a real host does.
+func (r *run) heldOutsidePauses(sl *slot, h heldSpan) time.Duration {
+	d := h.to - h.from
+	for _, f := range r.s.Faults {
+		if f.Kind != faults.KindPause || !slices.Contains(f.Nodes, sl.name) {
+			continue
+		}
+		if lo, hi := max(h.from, f.At), min(h.to, f.At+f.For); hi > lo {
+			d -= hi - lo
+		}
+	}
+	return d
 }
 
 // storeAt reads the store's clock for offset at: now, moved on by how far
