@@ -451,7 +451,7 @@ func (g gen) fault(s *Schedule, c Caps) (Fault, bool) {
 	if f.Nodes == nil && k.Clock() {
 		f.Nodes = target(all)
 	}
-	f, ok := fit(f, s.Duration)
+	f, ok := fit(f, s.Duration, g.sp.PPM.Max)
 	if !ok || duringPause(s, f) {
 		return Fault{}, false
 	}
@@ -478,8 +478,11 @@ func duringPause(s *Schedule, f Fault) bool {
 }
 
 // fit makes f end within the run: it moves f earlier, or halves its
-// magnitudes until it fits; false when it cannot.
-func fit(f Fault, d time.Duration) (Fault, bool) {
+// magnitudes until it fits; false when it cannot. A slew's rate is raised
+// to fit only up to maxPPM, the space's bound (by default 100,000 ppm,
+// the most Linux's tick adjustment slews a clock by: a slew past 100%
+// would stop the wall clock, a freeze no NTP daemon makes).
+func fit(f Fault, d time.Duration, maxPPM float64) (Fault, bool) {
 	// A node started near the end must have time to serve, or its run
 	// is unknown (an incarnation that never served).
 	if spec, _ := faults.Lookup(f.Kind); spec.Scope == faults.ScopeNode {
@@ -507,8 +510,8 @@ func fit(f Fault, d time.Duration) (Fault, bool) {
 			}
 			continue
 		}
-		if f.Kind == faults.KindSlew && f.PPM < faults.MaxPPM {
-			f.PPM = min(faults.MaxPPM, max(f.PPM, faults.DefaultSlewPPM)*4)
+		if lim := min(faults.MaxPPM, maxPPM); f.Kind == faults.KindSlew && f.PPM < lim {
+			f.PPM = min(lim, max(f.PPM, faults.DefaultSlewPPM)*4)
 			continue
 		}
 		if f.Kind == faults.KindHandoff && f.Crash {
