@@ -339,12 +339,8 @@ func (l *lifecycle) followLease(sl *slot) {
 // again after its lease retry interval (a tenth of the TTL), as a node
 // waiting for its lease does; it stays down meanwhile.
 func (l *lifecycle) retryLater(sl *slot) {
-	ttl := sl.spec.LeaseTTL
-	if ttl <= 0 {
-		ttl = lease.DefaultTTL
-	}
 	sl.downReason = "waiting for the lease store: " + sl.downReason
-	l.d.schedule(l.d.now()+ttl/10, retryEvent{sl.idx, sl.gen})
+	l.d.schedule(l.d.now()+sl.leaseTTL()/10, retryEvent{sl.idx, sl.gen})
 }
 
 // retryStart starts a node again whose start could not reach the lease

@@ -47,6 +47,14 @@ type slot struct {
 	view atomic.Pointer[view]
 }
 
+// leaseTTL is the node's lease TTL: its spec's, else lease.DefaultTTL.
+func (sl *slot) leaseTTL() time.Duration {
+	if sl.spec.LeaseTTL > 0 {
+		return sl.spec.LeaseTTL
+	}
+	return lease.DefaultTTL
+}
+
 // view is what a request sees of its slot when it is sent: an immutable
 // snapshot the driver publishes after every change (publish), so clients
 // in other goroutines read it without a lock.

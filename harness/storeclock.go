@@ -156,13 +156,7 @@ func (r *run) holdKeeper(sl *slot, from, to time.Duration) {
 // renewal interval (TTL/3) within the lease's TTL before offset at; 0:
 // none. The caller holds r.mu.
 func (r *run) heldBefore(sl *slot, at time.Duration) time.Duration {
-	if sl == nil {
-		return 0
-	}
-	ttl := sl.spec.LeaseTTL
-	if ttl <= 0 {
-		ttl = lease.DefaultTTL
-	}
+	ttl := sl.leaseTTL()
 	var longest time.Duration
 	for _, h := range r.mu.held[sl.idx] {
 		if d := r.heldOutsidePauses(sl, h); d > ttl/3 && h.from <= at && h.to > at-ttl {
@@ -251,11 +245,7 @@ func (l *lifecycle) hangCall(sl *slot) {
 	if sl.hungUntil > l.d.now() {
 		return
 	}
-	ttl := sl.spec.LeaseTTL
-	if ttl <= 0 {
-		ttl = lease.DefaultTTL
-	}
-	sl.hungUntil = l.d.now() + lease.DefaultCallTimeout(ttl)
+	sl.hungUntil = l.d.now() + lease.DefaultCallTimeout(sl.leaseTTL())
 	l.d.schedule(sl.hungUntil, hungEvent{sl.idx, sl.gen, sl.hungUntil})
 }
 

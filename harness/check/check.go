@@ -136,7 +136,10 @@ func Suite(cfg Config, only []string) ([]File, error) {
 		if len(only) > 0 && !slices.Contains(only, name) {
 			continue
 		}
-		load := fmt.Sprintf("{per: node, clients: 2, batch: %d, rate: %d/s, fault_burst: 10ms}", batch, rate)
+		paced := func(burst string) string {
+			return fmt.Sprintf("{per: node, clients: 2, batch: %d, rate: %d/s, fault_burst: %s}", batch, rate, burst)
+		}
+		load := paced("10ms")
 		var dur time.Duration
 		var faults []string
 		switch name {
@@ -146,8 +149,8 @@ func Suite(cfg Config, only []string) ([]File, error) {
 			// The burst spans more than the 50 ms the step replays, so
 			// every replayed millisecond got calls both before and after
 			// it: a paced rate leaves most of them empty on one side.
-			dur, faults = 1200*time.Millisecond, []string{"{at: 400ms, kind: step, by: -50ms, nodes: [a]}"}
-			load = strings.Replace(load, "fault_burst: 10ms", "fault_burst: 60ms", 1)
+			dur, load = 1200*time.Millisecond, paced("60ms")
+			faults = []string{"{at: 400ms, kind: step, by: -50ms, nodes: [a]}"}
 		case "step-back-5ms":
 			dur = 2200 * time.Millisecond
 			for _, at := range []string{"300ms", "700ms", "1100ms", "1500ms", "1900ms"} {

@@ -50,16 +50,15 @@ import (
 // unconfirmed in 3 of 8 runs (the JVM read an offset of +5.2 ms or -0.1
 // ms where the step set -5 ms or -10 ms) and aborted the JVM once; the
 // synchronized build read every step right.
-var libraryPaths = []string{
-	"/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
-	"/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
-	"/usr/lib/faketime/libfaketimeMT.so.1",
-	"/usr/local/lib/faketime/libfaketimeMT.so.1",
-	"/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
-	"/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
-	"/usr/lib/faketime/libfaketime.so.1",
-	"/usr/local/lib/faketime/libfaketime.so.1",
-}
+var libraryPaths = func() []string {
+	var out []string
+	for _, name := range []string{"libfaketimeMT.so.1", "libfaketime.so.1"} {
+		for _, dir := range []string{"/usr/lib/x86_64-linux-gnu/faketime", "/usr/lib/aarch64-linux-gnu/faketime", "/usr/lib/faketime", "/usr/local/lib/faketime"} {
+			out = append(out, filepath.Join(dir, name))
+		}
+	}
+	return out
+}()
 
 // EnvLibrary overrides the library Find returns.
 const EnvLibrary = "SNOWCHAOS_LIBFAKETIME"
